@@ -1,0 +1,143 @@
+//! Command-line definitions and dispatch. Each command's work lives in its
+//! module; this file only parses arguments and maps errors to exit codes.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "worldline",
+    version,
+    about = "See an AI coding agent's run as a branching timeline of world lines",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub view: ViewArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Open the TUI on a session (the default command)
+    View(ViewArgs),
+    /// Print a session's divergence tree
+    Tree(TreeArgs),
+    /// List sessions
+    List(ListArgs),
+    /// Stream a session's world lines and records as they appear
+    Watch(WatchArgs),
+    /// Send a D-Mail to a live session through its DenwaRenji socket
+    Send(SendArgs),
+    /// Run a simulated agent that writes a live session, and watch it
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct ViewArgs {
+    /// Session directory, context file, session id or id prefix (default: newest session of this directory)
+    pub session: Option<String>,
+    /// Choose the session from a list
+    #[arg(long)]
+    pub pick: bool,
+    /// Keep the newest record in view as the session grows
+    #[arg(long)]
+    pub follow: bool,
+    /// Poll the files instead of using native file notifications
+    #[arg(long)]
+    pub poll: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum TreeFormat {
+    #[default]
+    Text,
+    Json,
+    Dot,
+    Mermaid,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TreeArgs {
+    /// Session directory, context file, session id or id prefix
+    pub session: Option<String>,
+    #[arg(long, value_enum, default_value_t = TreeFormat::Text)]
+    pub format: TreeFormat,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ListArgs {
+    /// All sessions, not only those of the current directory
+    #[arg(long)]
+    pub all: bool,
+    /// One JSON array on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// Session directory, context file, session id or id prefix
+    pub session: Option<String>,
+    /// One JSON object per line (the only output format)
+    #[arg(long)]
+    pub json: bool,
+    /// Poll the files instead of using native file notifications
+    #[arg(long)]
+    pub poll: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SendArgs {
+    /// Session directory (or id), or the path of a denwa socket
+    pub target: String,
+    /// Checkpoint id to send the D-Mail back to
+    #[arg(long, required_unless_present = "status")]
+    pub checkpoint: Option<i64>,
+    /// The D-Mail text (read from stdin when absent)
+    #[arg(long, conflicts_with = "status")]
+    pub message: Option<String>,
+    /// Show n_checkpoints and the pending D-Mail instead of sending
+    #[arg(long)]
+    pub status: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Write the demo session here instead of a fresh temporary directory
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Run only the agent; print the session directory on the first line
+    #[arg(long)]
+    pub headless: bool,
+    /// Pace multiplier: 2 runs twice as fast
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+}
+
+/// Runs a parsed command line; the binary only maps the result to a process exit.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        None => crate::ui::run(&cli.view).map(|()| ExitCode::SUCCESS),
+        Some(Command::View(args)) => crate::ui::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Tree(args)) => crate::export::tree_command(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::List(args)) => {
+            crate::session::list_command(&args).map(|()| ExitCode::SUCCESS)
+        }
+        Some(Command::Watch(args)) => crate::live::watch_command(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Send(args)) => crate::denwa::send_command(&args),
+        Some(Command::Demo(args)) => crate::demo::run(&args).map(|()| ExitCode::SUCCESS),
+    }
+}
+
+/// Exit code for an error that reached the top: 2 for "not found" and usage
+/// errors, 1 for everything else.
+pub fn exit_code_for(err: &anyhow::Error) -> u8 {
+    match err.downcast_ref::<crate::Error>() {
+        Some(e) if e.is_not_found() => 2,
+        _ => 1,
+    }
+}

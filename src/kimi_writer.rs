@@ -1,0 +1,1 @@
+//! Writing kimi-format session files exactly as kimi-cli does (not built yet).
