@@ -1,0 +1,89 @@
+//! The JSON contract of `worldline tree --format json` (and the shape of
+//! `worldline watch` world-line events). Fields are only ever added.
+
+use serde_json::{json, Value};
+
+use crate::worldline::{DMailAttempt, Family, Session, WorldLine};
+
+pub fn session_json(s: &Session) -> Value {
+    let main = s.main();
+    let subagents: Vec<Value> = s.agents[1..]
+        .iter()
+        .map(|a| {
+            let meta = a.meta.clone().unwrap_or_default();
+            json!({
+                "agent_id": meta.agent_id,
+                "subagent_type": meta.subagent_type,
+                "description": meta.description,
+                "status": meta.status,
+                "parent_tool_call_id": a.parent_tool_call_id,
+                "parent_file": a.parent_call.and_then(|c| main.files.get(c.line)).map(|f| f.name.clone()),
+                "world_lines": family_lines(&a.family),
+                "dmail_attempts": attempts(&a.family),
+            })
+        })
+        .collect();
+    json!({
+        "session_dir": s.dir.display().to_string(),
+        "session_id": s.id,
+        "title": s.title,
+        "world_lines": family_lines(main),
+        "subagents": subagents,
+        "dmail_attempts": attempts(main),
+        "warnings": s.warnings,
+    })
+}
+
+pub fn family_lines(f: &Family) -> Vec<Value> {
+    f.lines.iter().map(|l| world_line_json(f, l)).collect()
+}
+
+/// One world line; also the payload of a live `world_line` event.
+pub fn world_line_json(f: &Family, l: &WorldLine) -> Value {
+    let name = |i: usize| f.lines.get(i).map(|l| l.file.clone());
+    let file = &f.files[l.index];
+    let fork = l.fork.as_ref().map(|fk| {
+        let sender = fk.sender.as_ref().and_then(|s| {
+            let rec = f.record(s.call)?;
+            Some(json!({
+                "file": name(s.call.line),
+                "line": rec.line,
+                "tool_call_id": s.tool_call_id,
+            }))
+        });
+        json!({
+            "kind": fk.kind.as_str(),
+            "checkpoint": fk.checkpoint,
+            "message": fk.message,
+            "origin": fk.origin.and_then(name),
+            "sender": sender,
+        })
+    });
+    json!({
+        "file": l.file,
+        "parent": l.parent.and_then(name),
+        "fork": fork,
+        "records": file.records.len(),
+        "shared_records": l.shared,
+        "checkpoints": file.checkpoints(),
+        "tokens": file.records.iter().rev().find_map(|r| r.tokens),
+        "current": l.current,
+    })
+}
+
+fn attempts(f: &Family) -> Vec<Value> {
+    f.attempts.iter().map(|a| attempt_json(f, a)).collect()
+}
+
+fn attempt_json(f: &Family, a: &DMailAttempt) -> Value {
+    json!({
+        "file": f.lines.get(a.call.line).map(|l| l.file.clone()),
+        "line": f.record(a.call).map(|r| r.line),
+        "tool_call_id": a.tool_call_id,
+        "checkpoint_id": a.checkpoint_id,
+        "message": a.message,
+        "accepted": a.accepted,
+        "error": a.error,
+        "caused": a.caused.and_then(|i| f.lines.get(i)).map(|l| l.file.clone()),
+    })
+}

@@ -1,0 +1,89 @@
+//! Printing a rebuilt session: a readable tree, the JSON contract, Graphviz
+//! dot and a Mermaid diagram.
+
+mod diagram;
+pub mod json;
+mod plain;
+
+pub use diagram::{dot, mermaid};
+pub use plain::text_tree;
+
+use crate::cli::{TreeArgs, TreeFormat};
+use crate::session::{self, Locator};
+use crate::worldline::Session;
+
+pub fn tree_command(args: &TreeArgs) -> anyhow::Result<()> {
+    let dir = session::resolve(args.session.as_deref(), &Locator::from_env())?;
+    let s = Session::load(&dir)?;
+    let out = match args.format {
+        TreeFormat::Text => text_tree(&s),
+        TreeFormat::Json => serde_json::to_string_pretty(&json::session_json(&s))? + "\n",
+        TreeFormat::Dot => dot(&s),
+        TreeFormat::Mermaid => mermaid(&s),
+    };
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    // A closed pipe (`| head`) is a normal way to stop reading.
+    match stdout
+        .write_all(out.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+/// Local time is not known without a tz database; times print in UTC.
+pub fn format_time(unix: f64) -> String {
+    let secs = unix.max(0.0) as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's method).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_and_sizes() {
+        assert_eq!(format_time(0.0), "1970-01-01 00:00");
+        assert_eq!(format_time(1_796_068_975.7), "2026-11-30 20:02");
+        assert_eq!(human_size(512), "512 B");
+        assert_eq!(human_size(1536), "1.5 KB");
+    }
+}

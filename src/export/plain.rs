@@ -1,0 +1,214 @@
+//! The readable tree of `worldline tree`: world lines nested under the world
+//! line they branched from (their origin), each with why it forked.
+
+use std::fmt::Write;
+
+use crate::text::sanitize_line;
+use crate::worldline::{Family, ForkKind, Session};
+
+pub fn text_tree(s: &Session) -> String {
+    let mut out = String::new();
+    let title = s
+        .title
+        .as_deref()
+        .map(|t| format!("  \"{}\"", sanitize_line(t, 60)))
+        .unwrap_or_default();
+    let _ = writeln!(out, "session {}{}", s.id, title);
+    let _ = writeln!(out, "  {}", s.dir.display());
+    let main = s.main();
+    let sent = main.attempts.len();
+    let accepted = main
+        .attempts
+        .iter()
+        .filter(|a| a.accepted == Some(true))
+        .count();
+    let _ = writeln!(
+        out,
+        "  {} world line{} · {} subagent{} · {} D-Mail attempt{} ({} accepted)\n",
+        main.lines.len(),
+        plural(main.lines.len()),
+        s.agents.len() - 1,
+        plural(s.agents.len() - 1),
+        sent,
+        plural(sent),
+        accepted
+    );
+    family_tree(&mut out, main, "");
+    attempts(&mut out, main, "");
+    for a in &s.agents[1..] {
+        let meta = a.meta.clone().unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "\nsubagent {} ({}) \"{}\"{}{}",
+            sanitize_line(&meta.agent_id, 40),
+            sanitize_line(meta.subagent_type.as_deref().unwrap_or("?"), 20),
+            sanitize_line(meta.description.as_deref().unwrap_or(""), 60),
+            meta.status
+                .map(|st| format!(" [{}]", sanitize_line(&st, 20)))
+                .unwrap_or_default(),
+            a.parent_tool_call_id
+                .as_deref()
+                .map(|id| format!(" ← Agent call {}", sanitize_line(id, 40)))
+                .unwrap_or_default()
+        );
+        family_tree(&mut out, &a.family, "  ");
+        attempts(&mut out, &a.family, "  ");
+    }
+    if !s.warnings.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} warning{}:",
+            s.warnings.len(),
+            plural(s.warnings.len())
+        );
+        for w in &s.warnings {
+            let _ = writeln!(
+                out,
+                "  {}:{}: {}",
+                sanitize_line(&w.file, 80),
+                w.line,
+                sanitize_line(&w.message, 100)
+            );
+        }
+    }
+    out
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Children of a world line in the tree: the lines whose origin it is.
+/// A line that shares nothing (a new root) hangs at the top level.
+fn children(f: &Family, of: Option<usize>) -> Vec<usize> {
+    f.lines
+        .iter()
+        .filter(|l| {
+            l.fork.as_ref().and_then(|k| k.origin) == of
+                && (of.is_some() || l.index > 0 || l.fork.is_none())
+        })
+        .map(|l| l.index)
+        .collect()
+}
+
+fn family_tree(out: &mut String, f: &Family, indent: &str) {
+    let roots: Vec<usize> = f
+        .lines
+        .iter()
+        .filter(|l| l.fork.as_ref().is_none_or(|k| k.origin.is_none()))
+        .map(|l| l.index)
+        .collect();
+    for (i, &r) in roots.iter().enumerate() {
+        line_row(out, f, r, indent, i + 1 == roots.len(), true);
+    }
+}
+
+fn line_row(out: &mut String, f: &Family, i: usize, prefix: &str, last: bool, root: bool) {
+    let l = &f.lines[i];
+    let file = &f.files[i];
+    let branch = if root {
+        ""
+    } else if last {
+        "└─"
+    } else {
+        "├─"
+    };
+    let mut row = format!(
+        "{prefix}{branch}● {}{}  {} records · {} checkpoints",
+        l.file,
+        if l.current { " (current)" } else { "" },
+        file.records.len(),
+        file.checkpoints()
+    );
+    if let Some(fk) = &l.fork {
+        let _ = write!(row, "  ⟲ {}", fork_label(f, i));
+        if let (ForkKind::Dmail, Some(msg)) = (fk.kind, &fk.message) {
+            let _ = write!(row, " \"{}\"", sanitize_line(msg, 70));
+        }
+    }
+    let _ = writeln!(out, "{row}");
+    let kids = children(f, Some(i));
+    let child_prefix = format!(
+        "{prefix}{}",
+        if root {
+            ""
+        } else if last {
+            "  "
+        } else {
+            "│ "
+        }
+    );
+    for (k, &c) in kids.iter().enumerate() {
+        line_row(out, f, c, &child_prefix, k + 1 == kids.len(), false);
+    }
+}
+
+/// `D-Mail → checkpoint 1 (sent by call c2 in context_1.jsonl)`.
+pub fn fork_label(f: &Family, i: usize) -> String {
+    let l = &f.lines[i];
+    let Some(fk) = &l.fork else {
+        return String::new();
+    };
+    let mut s = match fk.kind {
+        ForkKind::Dmail => format!(
+            "D-Mail → checkpoint {}",
+            fk.checkpoint
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "?".into())
+        ),
+        ForkKind::Compaction => "compaction".to_string(),
+        ForkKind::Clear => "/clear".to_string(),
+        ForkKind::Unknown => "unknown rotation".to_string(),
+    };
+    if fk.kind == ForkKind::Dmail {
+        match &fk.sender {
+            Some(snd) => {
+                let _ = write!(
+                    s,
+                    " (sent by call {} in {})",
+                    sanitize_line(&snd.tool_call_id, 30),
+                    f.lines[snd.call.line].file
+                );
+            }
+            None => s.push_str(" (sent from outside the agent)"),
+        }
+    }
+    if fk.origin.is_some() && fk.origin != l.parent {
+        if let Some(p) = l.parent {
+            let _ = write!(s, " [after {}]", f.lines[p].file);
+        }
+    }
+    s
+}
+
+fn attempts(out: &mut String, f: &Family, indent: &str) {
+    let refused: Vec<_> = f
+        .attempts
+        .iter()
+        .filter(|a| a.accepted != Some(true))
+        .collect();
+    if refused.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "{indent}D-Mails that did not fork:");
+    for a in refused {
+        let why = match (&a.accepted, &a.error) {
+            (None, _) => "no result yet".to_string(),
+            (_, Some(e)) => sanitize_line(e, 80),
+            _ => "refused".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "{indent}  ✗ {} call {} → checkpoint {}: {} \"{}\"",
+            f.lines[a.call.line].file,
+            sanitize_line(&a.tool_call_id, 30),
+            a.checkpoint_id,
+            why,
+            sanitize_line(&a.message, 50)
+        );
+    }
+}

@@ -1,0 +1,99 @@
+//! Making untrusted session text safe and tidy for a terminal: control
+//! characters and escape sequences are shown, never executed, and widths are
+//! measured in terminal columns (CJK and emoji take two).
+
+use unicode_width::UnicodeWidthChar;
+
+/// Replaces every control character with a visible stand-in: ESC becomes
+/// `␛` (so `\x1b[31m` shows as `␛[31m`), other C0 controls their Control
+/// Pictures symbol, DEL `␡`, C1 controls `�`. Newlines and tabs are kept
+/// when `keep_layout`, for multi-line views that handle them themselves.
+pub fn sanitize(s: &str, keep_layout: bool) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\n' | '\t' if keep_layout => out.push(c),
+            '\t' => out.push(' '),
+            '\n' => out.push('⏎'),
+            '\u{1b}' => out.push('␛'),
+            c if (c as u32) < 0x20 => {
+                out.push(char::from_u32(0x2400 + c as u32).unwrap_or('\u{fffd}'))
+            }
+            '\u{7f}' => out.push('␡'),
+            c if ('\u{80}'..='\u{9f}').contains(&c) => out.push('\u{fffd}'),
+            // Bidi overrides and isolates could reorder what follows them.
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Display width in terminal columns.
+pub fn width(s: &str) -> usize {
+    s.chars().map(|c| c.width().unwrap_or(0)).sum()
+}
+
+/// One safe line of at most `max` columns, with `…` when cut. Runs of white
+/// space fold to one space so previews stay on one row.
+pub fn sanitize_line(s: &str, max: usize) -> String {
+    let mut folded = String::with_capacity(s.len().min(max * 4));
+    let mut last_space = false;
+    for c in sanitize(s, true).chars() {
+        if c.is_whitespace() {
+            if !last_space && !folded.is_empty() {
+                folded.push(' ');
+            }
+            last_space = true;
+        } else {
+            folded.push(c);
+            last_space = false;
+        }
+        // Enough for `max` columns; avoids folding a whole 20 MB body.
+        if folded.len() > max * 4 + 8 {
+            break;
+        }
+    }
+    truncate(folded.trim_end(), max)
+}
+
+/// Cuts `s` to at most `max` columns, ending in `…` when anything was cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in s.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > max {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    if max > 0 {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_never_survive() {
+        let s = sanitize("a\x1b[31mred\x1b]0;title\x07\r\u{9b}2J", false);
+        assert_eq!(s, "a␛[31mred␛]0;title␇␍\u{fffd}2J");
+        assert!(!s.chars().any(|c| c.is_control()));
+    }
+
+    #[test]
+    fn widths_count_columns() {
+        assert_eq!(width("世界"), 4);
+        assert_eq!(truncate("世界世界", 5), "世界…");
+        assert_eq!(sanitize_line("a \n\n  b\tc", 10), "a b c");
+        assert_eq!(truncate("abc", 3), "abc");
+    }
+}
