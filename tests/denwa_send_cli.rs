@@ -232,3 +232,50 @@ fn status_output() {
         "{stdout}"
     );
 }
+
+/// SO_PEERCRED: a client of another uid is closed without a reply. Needs root
+/// (to run the client as another user); skipped otherwise.
+#[test]
+fn other_uid_is_closed_at_once() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to run a client as another uid");
+        return;
+    }
+    let l = live(2);
+    let sock = l.server.socket_path().to_owned();
+    // Open the way in, which the server never does itself, so only the uid
+    // check stands between the other user and the DenwaRenji.
+    let open = |p: &std::path::Path, mode| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    open(l._runtime.path(), 0o755);
+    open(sock.parent().unwrap(), 0o755);
+    open(&sock, 0o666);
+    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args([
+            "send",
+            sock.to_str().unwrap(),
+            "--checkpoint",
+            "0",
+            "--message",
+            "intruder",
+        ])
+        .uid(65534)
+        .gid(65534)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    // It got through the file permissions and was cut off by the server.
+    assert!(!err.contains("ermission denied"), "{err}");
+    assert!(err.contains(sock.to_str().unwrap()), "{err}");
+    assert_eq!(l.renji.lock().unwrap().pending(), None);
+    // Our own uid is still served.
+    let out = worldline(&["send", sock.to_str().unwrap(), "--status"], None);
+    assert_eq!(out.status.code(), Some(0));
+}

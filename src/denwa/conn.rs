@@ -1,6 +1,6 @@
 //! One client connection: read request lines, answer each in order.
 
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Read};
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Mutex};
@@ -44,19 +44,56 @@ pub(super) fn serve(stream: UnixStream, shared: &Shared) {
         match read_line(&mut reader, &mut line) {
             Ok(LineRead::Line) => {
                 let reply = answer(&line, shared);
-                if writer.write_all(&reply).is_err() {
+                if send_all(&mut writer, &reply).is_err() {
                     return;
                 }
             }
             Ok(LineRead::TooLong) => {
                 let msg = format!("request line longer than {MAX_LINE} bytes; closing");
-                let _ = writer.write_all(&error_reply(&msg, None));
+                let _ = send_all(&mut writer, &error_reply(&msg, None));
                 let _ = writer.shutdown(std::net::Shutdown::Both);
                 return;
             }
             Ok(LineRead::Eof) | Err(_) => return,
         }
     }
+}
+
+/// Writes a whole reply. On Linux through `send(MSG_NOSIGNAL)`: a host
+/// process that has not ignored SIGPIPE must not die because a client left.
+/// The socket's write timeout (SO_SNDTIMEO) applies either way.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn send_all(stream: &mut UnixStream, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
+        let n = unsafe {
+            libc::send(
+                stream.as_raw_fd(),
+                buf.as_ptr().cast(),
+                buf.len(),
+                libc::MSG_NOSIGNAL,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let n = usize::try_from(n).unwrap_or(0);
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        buf = &buf[n.min(buf.len())..];
+    }
+    Ok(())
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn send_all(stream: &mut UnixStream, buf: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+    stream.write_all(buf)
 }
 
 /// Reads one line, newline stripped, never buffering more than `MAX_LINE + 1`
