@@ -1,16 +1,4 @@
 //! A denwa/1 client: what the TUI and `worldline send` use to reach an agent.
-//!
-//! ```no_run
-//! use worldline::denwa::DenwaClient;
-//!
-//! let mut client = DenwaClient::connect_session("/path/to/session".as_ref())?;
-//! let status = client.status()?;
-//! match client.send_dmail("use the other API", status.n_checkpoints - 1)? {
-//!     Ok(()) => println!("pending"),
-//!     Err(reason) => println!("refused: {reason}"),
-//! }
-//! # Ok::<(), worldline::denwa::DenwaError>(())
-//! ```
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -26,6 +14,19 @@ use super::protocol::{encode_request, Hello, Request, Status, MAX_LINE};
 /// A server that does not answer within this long is treated as broken.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A connection to one agent's DenwaRenji; requests go one at a time.
+///
+/// ```no_run
+/// use worldline::denwa::DenwaClient;
+///
+/// let mut client = DenwaClient::connect_session("/path/to/session".as_ref())?;
+/// let status = client.status()?;
+/// match client.send_dmail("use the other API", status.n_checkpoints - 1)? {
+///     Ok(()) => println!("pending"),
+///     Err(reason) => println!("refused: {reason}"),
+/// }
+/// # Ok::<(), worldline::denwa::DenwaError>(())
+/// ```
 pub struct DenwaClient {
     socket: PathBuf,
     reader: BufReader<UnixStream>,

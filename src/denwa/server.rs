@@ -1,29 +1,4 @@
 //! The DenwaRenji socket server an agent hosts (denwa/1).
-//!
-//! ```no_run
-//! use std::sync::{Arc, Mutex};
-//! use worldline::denwa::{DenwaRenji, DenwaServer, ServerConfig};
-//!
-//! let renji = Arc::new(Mutex::new(DenwaRenji::new()));
-//! let server = DenwaServer::start(
-//!     ServerConfig {
-//!         session_dir: "/path/to/session".into(),
-//!         session_id: "0a1b2c3d-0000-4000-8000-00000000abcd".into(),
-//!         agent: None,
-//!         server_name: "my-agent 0.1.0".into(),
-//!         runtime_dir: None,
-//!     },
-//!     Arc::clone(&renji),
-//! )?;
-//! // The agent loop, at every step:
-//! renji.lock().unwrap().set_n_checkpoints(3);
-//! // …and at the end of each step:
-//! if let Some(dmail) = renji.lock().unwrap().fetch_pending_dmail() {
-//!     println!("revert to checkpoint {}: {}", dmail.checkpoint_id, dmail.message);
-//! }
-//! server.shutdown(); // or just drop it
-//! # Ok::<(), worldline::denwa::DenwaError>(())
-//! ```
 
 use std::collections::HashMap;
 use std::fs;
@@ -67,6 +42,31 @@ pub struct ServerConfig {
 /// both of which remove the socket and `denwa.json`.
 ///
 /// [`shutdown`]: DenwaServer::shutdown
+///
+/// ```no_run
+/// use std::sync::{Arc, Mutex};
+/// use worldline::denwa::{DenwaRenji, DenwaServer, ServerConfig};
+///
+/// let renji = Arc::new(Mutex::new(DenwaRenji::new()));
+/// let server = DenwaServer::start(
+///     ServerConfig {
+///         session_dir: "/path/to/session".into(),
+///         session_id: "0a1b2c3d-0000-4000-8000-00000000abcd".into(),
+///         agent: None,
+///         server_name: "my-agent 0.1.0".into(),
+///         runtime_dir: None,
+///     },
+///     Arc::clone(&renji),
+/// )?;
+/// // The agent loop, at every step:
+/// renji.lock().unwrap().set_n_checkpoints(3);
+/// // …and at the end of each step:
+/// if let Some(dmail) = renji.lock().unwrap().fetch_pending_dmail() {
+///     println!("revert to checkpoint {}: {}", dmail.checkpoint_id, dmail.message);
+/// }
+/// server.shutdown(); // or just drop it
+/// # Ok::<(), worldline::denwa::DenwaError>(())
+/// ```
 pub struct DenwaServer {
     socket: PathBuf,
     announce: PathBuf,
