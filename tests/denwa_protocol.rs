@@ -576,3 +576,40 @@ fn a_client_that_never_reads_does_not_block_others() {
     assert_eq!(c.status().unwrap().n_checkpoints, 1);
     drop(server);
 }
+
+#[test]
+fn connections_beyond_the_bound_are_refused_politely() {
+    use worldline::denwa::MAX_CONNECTIONS;
+    let fx = Fixture::new(1);
+    let server = fx.start();
+    // A round trip on each guarantees the server has registered it.
+    let mut held: Vec<Raw> = (0..MAX_CONNECTIONS)
+        .map(|_| {
+            let mut c = Raw::connect(server.socket_path());
+            assert_eq!(c.ask(r#"{"op":"hello"}"#)["ok"], json!(true));
+            c
+        })
+        .collect();
+    let mut extra = Raw::connect(server.socket_path());
+    let reply = extra.reply();
+    assert!(err_text(&reply).starts_with("server busy"), "{reply}");
+    assert!(extra.closed());
+    // Freeing one slot lets the next client in.
+    let mut gone = held.pop().unwrap();
+    gone.writer.shutdown(std::net::Shutdown::Both).unwrap();
+    assert!(gone.closed());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        // A refused connection may already be closed when we write: no unwraps.
+        let mut c = Raw::connect(server.socket_path());
+        let _ = c.writer.write_all(b"{\"op\":\"status\"}\n");
+        let mut line = String::new();
+        let _ = c.reader.read_line(&mut line);
+        if line.starts_with(r#"{"ok":true"#) {
+            break;
+        }
+        // The server notices the closed slot asynchronously.
+        assert!(Instant::now() < deadline, "slot never freed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
