@@ -2,6 +2,7 @@
 //! (inside an agent) and its client (TUI and `worldline send`).
 //! See docs/denwa-protocol.md.
 
+mod accept;
 mod client;
 mod conn;
 mod discovery;
@@ -12,6 +13,7 @@ pub mod renji;
 mod send;
 mod server;
 
+pub use accept::MAX_CONNECTIONS;
 pub use client::DenwaClient;
 pub use discovery::{
     is_live, read_announcement, safe_name, socket_dir, socket_path_for, socket_path_in,
@@ -21,4 +23,4 @@ pub use error::DenwaError;
 pub use protocol::{Hello, Status, MAX_LINE, PROTOCOL};
 pub use renji::{DMail, DenwaRenji, DenwaRenjiError};
 pub use send::{resolve_target, send_command, status_text};
-pub use server::{DenwaServer, ServerConfig, MAX_CONNECTIONS};
+pub use server::{DenwaServer, ServerConfig};
