@@ -1,11 +1,26 @@
 //! D-Mail delivery: DenwaRenji's rules, the denwa/1 socket protocol, its server
 //! (inside an agent) and its client (TUI and `worldline send`).
+//! See docs/denwa-protocol.md.
 
+mod accept;
+mod client;
+mod conn;
+mod discovery;
+mod error;
+mod lock;
+pub mod protocol;
 pub mod renji;
+mod send;
+mod server;
 
+pub use accept::MAX_CONNECTIONS;
+pub use client::DenwaClient;
+pub use discovery::{
+    is_live, read_announcement, safe_name, socket_dir, socket_path_for, socket_path_in,
+    Announcement, DENWA_JSON,
+};
+pub use error::DenwaError;
+pub use protocol::{Hello, Status, MAX_LINE, PROTOCOL};
 pub use renji::{DMail, DenwaRenji, DenwaRenjiError};
-
-/// `worldline send` (not built yet).
-pub fn send_command(_args: &crate::cli::SendArgs) -> anyhow::Result<std::process::ExitCode> {
-    anyhow::bail!("`worldline send` is not built yet")
-}
+pub use send::{resolve_target, send_command, status_text};
+pub use server::{DenwaServer, ServerConfig};

@@ -1,0 +1,171 @@
+//! `worldline send`: hand a D-Mail to a live session, or show its status.
+//!
+//! Exit codes: 0 accepted (or status shown), 1 refused by DenwaRenji,
+//! 2 usage error or the session cannot be reached.
+
+use std::io::{IsTerminal, Read};
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use super::client::DenwaClient;
+use super::error::DenwaError;
+use super::protocol::{Status, PROTOCOL};
+use crate::cli::SendArgs;
+
+const REJECTED: u8 = 1;
+const UNREACHABLE: u8 = 2;
+
+/// Runs `worldline send`. Every failure is reported here (one line on
+/// stderr), so this returns `Ok` with the exit code in all expected cases.
+pub fn send_command(args: &SendArgs) -> anyhow::Result<ExitCode> {
+    let path = match resolve_target(&args.target) {
+        Ok(p) => p,
+        Err(e) => return Ok(fail(UNREACHABLE, &e.to_string())),
+    };
+    let mut client = match connect(&path) {
+        Ok(c) => c,
+        Err(e) => return Ok(fail(UNREACHABLE, &e.to_string())),
+    };
+    let hello = match client.hello() {
+        Ok(h) if h.protocol == PROTOCOL => h,
+        Ok(h) => {
+            let msg = format!(
+                "{}: server speaks {:?}, not {PROTOCOL:?}",
+                path.display(),
+                h.protocol
+            );
+            return Ok(fail(UNREACHABLE, &msg));
+        }
+        Err(e) => return Ok(fail(UNREACHABLE, &e.to_string())),
+    };
+
+    if args.status {
+        return Ok(match client.status() {
+            Ok(st) => {
+                print!(
+                    "{}",
+                    status_text(&hello.session, &hello.agent, &hello.server, &st)
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(UNREACHABLE, &e.to_string()),
+        });
+    }
+
+    let Some(checkpoint) = args.checkpoint else {
+        return Ok(fail(
+            UNREACHABLE,
+            "--checkpoint N is required (or use --status)",
+        ));
+    };
+    let message = match &args.message {
+        Some(m) => m.clone(),
+        None => match read_stdin_message() {
+            Ok(m) => m,
+            Err(e) => {
+                return Ok(fail(
+                    UNREACHABLE,
+                    &format!("reading the D-Mail from stdin: {e}"),
+                ))
+            }
+        },
+    };
+    if message.trim().is_empty() {
+        return Ok(fail(UNREACHABLE, "the D-Mail message is empty"));
+    }
+    Ok(match client.send_dmail(&message, checkpoint) {
+        Ok(Ok(())) => {
+            println!(
+                "D-Mail accepted: pending for checkpoint {checkpoint}; \
+                 the agent applies it at the end of its current step"
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(Err(reason)) => fail(
+            REJECTED,
+            &format!("D-Mail rejected by session {}: {reason}", hello.session),
+        ),
+        Err(e) => fail(UNREACHABLE, &e.to_string()),
+    })
+}
+
+/// Turns the `target` argument into a session directory or a socket path.
+///
+/// LEAD: wire session id / id-prefix lookup (`crate::session`) in here; the
+/// rest of `send` already handles both kinds of path this returns.
+pub fn resolve_target(target: &str) -> Result<PathBuf, crate::Error> {
+    let path = Path::new(target);
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() || m.file_type().is_socket() => Ok(path.to_owned()),
+        // A file inside the session dir (context.jsonl, denwa.json…) means its dir.
+        Ok(_) => Ok(path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_owned()),
+        Err(_) => Err(crate::Error::NoSession {
+            query: target.to_owned(),
+            hint: " (give a session directory or a denwa socket path)".into(),
+        }),
+    }
+}
+
+fn connect(path: &Path) -> Result<DenwaClient, DenwaError> {
+    let is_socket = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket());
+    if is_socket {
+        DenwaClient::connect_socket(path)
+    } else {
+        DenwaClient::connect_session(path)
+    }
+}
+
+fn fail(code: u8, message: &str) -> ExitCode {
+    eprintln!("worldline: {message}");
+    ExitCode::from(code)
+}
+
+/// The whole of stdin, minus one trailing newline (what `echo` adds).
+fn read_stdin_message() -> std::io::Result<String> {
+    let mut stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprintln!("Type the D-Mail, then Ctrl-D:");
+    }
+    let mut text = String::new();
+    stdin.read_to_string(&mut text)?;
+    if text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+    Ok(text)
+}
+
+/// Human text for `--status`.
+pub fn status_text(session: &str, agent: &str, server: &str, st: &Status) -> String {
+    let mut out = format!("session {session} (agent {agent}), served by {server}\n");
+    out.push_str(&format!("n_checkpoints: {}", st.n_checkpoints));
+    if st.n_checkpoints > 0 {
+        out.push_str(&format!(
+            " (a D-Mail may target checkpoints 0..={})",
+            st.n_checkpoints - 1
+        ));
+    }
+    out.push('\n');
+    match &st.pending {
+        None => out.push_str("pending D-Mail: none\n"),
+        Some(d) => {
+            out.push_str(&format!(
+                "pending D-Mail for checkpoint {}:\n",
+                d.checkpoint_id
+            ));
+            for line in d.message.lines() {
+                out.push_str("  ");
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
