@@ -262,3 +262,31 @@ fn own_dmails_arrive_within_two_minutes_at_speed_one() {
     assert!(times[1] < 150.0, "own D-Mails at {times:?} s");
     assert!(times[0] > 20.0, "first D-Mail not instant: {times:?}");
 }
+
+#[test]
+fn headless_binary_prints_the_session_dir_and_stops_cleanly_on_sigterm() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["demo", "--headless", "--speed", "50", "--dir"])
+        .arg(tmp.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let session = PathBuf::from(first.trim_end());
+    assert!(session.starts_with(tmp.path().join("sessions")), "{first}");
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let pid = i32::try_from(child.id()).unwrap();
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(session.join("context.jsonl").exists());
+    assert!(session.join("wire.jsonl").exists());
+    // Once the lead wires DenwaServer: assert!(!session.join("denwa.json").exists());
+}
