@@ -1,4 +1,13 @@
-//! The simulated demo agent (not built yet).
-pub fn run(_args: &crate::cli::DemoArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`worldline demo` is not built yet")
-}
+//! `worldline demo`: a scripted, offline agent that writes a live kimi-cli
+//! session (D-Mail reverts included) at a pace a person can watch.
+
+mod agent;
+mod clock;
+mod rng;
+mod run;
+pub mod script;
+mod subagent;
+
+pub use agent::{DemoAgent, DemoConfig, DemoError, DemoEvent};
+pub use clock::{Clock, FakeClock, SystemClock};
+pub use run::{run, run_agent};
