@@ -288,5 +288,8 @@ fn headless_binary_prints_the_session_dir_and_stops_cleanly_on_sigterm() {
     assert!(status.success(), "{status:?}");
     assert!(session.join("context.jsonl").exists());
     assert!(session.join("wire.jsonl").exists());
-    // Once the lead wires DenwaServer: assert!(!session.join("denwa.json").exists());
+    assert!(
+        !session.join("denwa.json").exists(),
+        "denwa.json removed on SIGTERM"
+    );
 }

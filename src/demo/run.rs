@@ -40,12 +40,14 @@ pub fn run_agent(
 
 /// Keeps the demo's DenwaRenji reachable from `worldline send` and the TUI.
 pub struct DenwaHosting {
-    _private: (),
+    server: crate::denwa::DenwaServer,
 }
 
 impl DenwaHosting {
-    /// Removes the socket and `denwa.json` (once the server is wired in).
-    pub fn shutdown(self) {}
+    /// Removes the socket and `denwa.json`.
+    pub fn shutdown(self) {
+        self.server.shutdown();
+    }
 }
 
 fn start_denwa(
@@ -53,15 +55,15 @@ fn start_denwa(
     session_id: &str,
     renji: Arc<Mutex<DenwaRenji>>,
 ) -> anyhow::Result<DenwaHosting> {
-    // TODO(lead): start DenwaServer here, e.g.
-    //   let cfg = crate::denwa::ServerConfig {
-    //       session_dir: session_dir.to_owned(), session_id: session_id.to_owned(),
-    //       agent: None, server_name: format!("worldline-demo {}", env!("CARGO_PKG_VERSION")),
-    //   };
-    //   let server = crate::denwa::DenwaServer::start(cfg, renji)?;
-    // and keep `server` in DenwaHosting so shutdown() calls server.shutdown().
-    let _ = (session_dir, session_id, renji);
-    Ok(DenwaHosting { _private: () })
+    let cfg = crate::denwa::ServerConfig {
+        session_dir: session_dir.to_owned(),
+        session_id: session_id.to_owned(),
+        agent: None,
+        server_name: format!("worldline-demo {}", env!("CARGO_PKG_VERSION")),
+        runtime_dir: None,
+    };
+    let server = crate::denwa::DenwaServer::start(cfg, renji)?;
+    Ok(DenwaHosting { server })
 }
 
 fn seed() -> u64 {

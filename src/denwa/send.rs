@@ -92,8 +92,8 @@ pub fn send_command(args: &SendArgs) -> anyhow::Result<ExitCode> {
 
 /// Turns the `target` argument into a session directory or a socket path.
 ///
-/// LEAD: wire session id / id-prefix lookup (`crate::session`) in here; the
-/// rest of `send` already handles both kinds of path this returns.
+/// Anything that isn't a path is a session id or unique id prefix, looked up
+/// under the share dir like every other command does.
 pub fn resolve_target(target: &str) -> Result<PathBuf, crate::Error> {
     let path = Path::new(target);
     match std::fs::metadata(path) {
@@ -104,10 +104,7 @@ pub fn resolve_target(target: &str) -> Result<PathBuf, crate::Error> {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."))
             .to_owned()),
-        Err(_) => Err(crate::Error::NoSession {
-            query: target.to_owned(),
-            hint: " (give a session directory or a denwa socket path)".into(),
-        }),
+        Err(_) => crate::session::resolve(Some(target), &crate::session::Locator::from_env()),
     }
 }
 
