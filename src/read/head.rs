@@ -6,7 +6,9 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use super::lenient;
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::{canonical_hash, lenient, scan};
 use crate::model::{DMailArgs, Marker, Role, ToolCallHead};
 
 /// The index fields of one record, before its position is known.
@@ -21,20 +23,22 @@ pub struct Head {
 }
 
 #[derive(Deserialize)]
-struct RawHead<'a> {
+struct RawCall<'a> {
+    #[serde(default)]
+    id: Option<String>,
     #[serde(borrow, default)]
-    role: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    token_count: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    tool_call_id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    tool_calls: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
+    function: Option<RawFunction<'a>>,
 }
+
+#[derive(Deserialize)]
+struct RawFunction<'a> {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(borrow, default)]
+    arguments: Option<&'a RawValue>,
+}
+
+const MARKER_WINDOW: usize = 1024;
 
 pub const DMAIL_INJECTION_PREFIX: &str = "<system>You just got a D-Mail from your future self.";
 pub const DMAIL_CONTENT_SEPARATOR: &str = "D-Mail content:\n\n";
@@ -43,48 +47,72 @@ pub const DMAIL_ACCEPTED_TEXT: &str =
     "If you see this message, the D-Mail was NOT sent successfully";
 pub const DMAIL_ERROR_PREFIX: &str = "<system>ERROR: Failed to send D-Mail. Error: ";
 
-/// Reads a line's index fields, or says why kimi-cli would skip the line.
-pub fn read_head(line: &[u8]) -> Result<Head, String> {
-    // serde would also fill a struct from a JSON array; kimi wants an object.
-    let first = line.iter().find(|b| !b.is_ascii_whitespace());
-    if first != Some(&b'{') {
-        return match lenient::parse_value(line) {
-            Ok(_) => Err("line is not a JSON object".to_string()),
-            Err(e) => Err(e),
-        };
+/// Reads a line's index fields and its record hash, or says why kimi-cli
+/// would skip the line.
+pub fn read_head(line: &[u8]) -> Result<(Head, u64), String> {
+    if let Some(fields) = scan::scan_object(line) {
+        if let Some(head) = head_from_fields(&fields) {
+            let hash = if fields.spaced {
+                canonical_hash(line)
+            } else {
+                // Already canonical: one fast pass (equal to canonical_hash).
+                xxh3_64(line.trim_ascii())
+            };
+            return Ok((head, hash));
+        }
     }
-    match serde_json::from_slice::<RawHead>(line) {
-        Ok(raw) => head_from_raw(&raw),
-        // Odd lines (control characters, bad UTF-8, duplicate keys, not an
-        // object) take the slow, fully lenient road.
-        Err(_) => head_from_value(lenient::parse_value(line)?),
-    }
+    // Odd lines (escaped keys, deep nesting, a role that isn't a plain
+    // string, not an object, not JSON) take the slow, exact road.
+    let head = head_from_value(lenient::parse_value(line)?)?;
+    Ok((head, canonical_hash(line)))
 }
 
-fn head_from_raw(raw: &RawHead) -> Result<Head, String> {
-    let role: String = raw
-        .role
-        .and_then(|r| serde_json::from_str(r.get()).ok())
-        .ok_or_else(|| "record has no string \"role\"".to_string())?;
-    let role = Role::parse(&role);
-    let num = |r: Option<&RawValue>| r.and_then(|r| serde_json::from_str::<Value>(r.get()).ok());
-    let tool_calls = match raw.tool_calls {
-        Some(r) if role == Role::Assistant => {
-            tool_call_heads(&serde_json::from_str::<Value>(r.get()).unwrap_or(Value::Null))
-        }
+fn head_from_fields(f: &scan::Fields) -> Option<Head> {
+    let role = Role::parse(&serde_json::from_slice::<String>(f.role?).ok()?);
+    let num = |raw: Option<&[u8]>| raw.and_then(|r| serde_json::from_slice::<Value>(r).ok());
+    let tool_calls = match f.tool_calls {
+        Some(raw) if role == Role::Assistant => raw_tool_call_heads(raw),
         _ => Vec::new(),
     };
-    let content = raw.content.map(|c| c.get().as_bytes());
-    Ok(Head {
-        checkpoint: checkpoint_of(&role, num(raw.id).as_ref()),
-        tokens: num(raw.token_count).and_then(|v| v.as_u64()),
-        tool_call_id: raw
+    Some(Head {
+        checkpoint: checkpoint_of(&role, num(f.id).as_ref()),
+        tokens: num(f.token_count).and_then(|v| v.as_u64()),
+        tool_call_id: f
             .tool_call_id
-            .and_then(|r| serde_json::from_str::<String>(r.get()).ok()),
-        marker: content.and_then(|c| marker_from_raw(&role, c)),
+            .and_then(|r| serde_json::from_slice::<String>(r).ok()),
+        marker: f.content.and_then(|c| marker_from_raw(&role, c)),
         tool_calls,
         role,
     })
+}
+
+/// Tool calls without building their (possibly large) arguments, except
+/// SendDMail's.
+fn raw_tool_call_heads(raw: &[u8]) -> Vec<ToolCallHead> {
+    let Ok(calls) = serde_json::from_slice::<Vec<RawCall>>(raw) else {
+        // Not the usual shape: the value-based reader copes with anything.
+        return serde_json::from_slice::<Value>(raw)
+            .map(|v| tool_call_heads(&v))
+            .unwrap_or_default();
+    };
+    calls
+        .into_iter()
+        .map(|c| {
+            let (name, args) = match c.function {
+                Some(f) => (f.name.unwrap_or_default(), f.arguments),
+                None => (String::new(), None),
+            };
+            let dmail = (name == "SendDMail")
+                .then(|| args.and_then(|a| serde_json::from_str::<Value>(a.get()).ok()))
+                .flatten()
+                .and_then(|v| dmail_args(&v));
+            ToolCallHead {
+                id: c.id.unwrap_or_default(),
+                name,
+                dmail,
+            }
+        })
+        .collect()
 }
 
 fn head_from_value(v: Value) -> Result<Head, String> {
@@ -171,15 +199,18 @@ fn dmail_args(args: &Value) -> Option<DMailArgs> {
 
 /// Cheap byte checks first: only content that may hold a marker is parsed.
 fn marker_from_raw(role: &Role, content: &[u8]) -> Option<Marker> {
+    // Every marker kimi-cli writes opens the content's first text, so a
+    // look at the start is enough (and cheap next to a 20 MB image).
+    let head = &content[..content.len().min(MARKER_WINDOW)];
     let worth_parsing = match role {
         Role::User => {
-            memchr::memmem::find(content, b"CHECKPOINT ").is_some()
-                || memchr::memmem::find(content, b"D-Mail from your future self").is_some()
-                || memchr::memmem::find(content, b"Previous context has been compacted").is_some()
+            memchr::memmem::find(head, b"CHECKPOINT ").is_some()
+                || memchr::memmem::find(head, b"D-Mail from your future self").is_some()
+                || memchr::memmem::find(head, b"Previous context has been compacted").is_some()
         }
         Role::Tool => {
-            memchr::memmem::find(content, b"D-Mail").is_some()
-                || memchr::memmem::find(content, b"agent_id: ").is_some()
+            memchr::memmem::find(head, b"D-Mail").is_some()
+                || memchr::memmem::find(head, b"agent_id: ").is_some()
         }
         _ => false,
     };
@@ -252,22 +283,26 @@ mod tests {
 
     #[test]
     fn reads_checkpoints_usage_and_markers() {
-        let h = read_head(br#"{"role": "_checkpoint", "id": 3}"#).unwrap();
+        let h = read_head(br#"{"role": "_checkpoint", "id": 3}"#).unwrap().0;
         assert_eq!((h.role, h.checkpoint), (Role::Checkpoint, Some(3)));
-        let h = read_head(br#"{"role": "_usage", "token_count": 937}"#).unwrap();
+        let h = read_head(br#"{"role": "_usage", "token_count": 937}"#)
+            .unwrap()
+            .0;
         assert_eq!(h.tokens, Some(937));
-        let h = read_head(br#"{"role":"user","content":"<system>CHECKPOINT 2</system>"}"#).unwrap();
+        let h = read_head(br#"{"role":"user","content":"<system>CHECKPOINT 2</system>"}"#)
+            .unwrap()
+            .0;
         assert_eq!(h.marker, Some(Marker::CheckpointNote(2)));
         let line = format!(
             r#"{{"role":"user","content":"{} blah. D-Mail content:\n\nhello\nworld</system>"}}"#,
             DMAIL_INJECTION_PREFIX
         );
-        let h = read_head(line.as_bytes()).unwrap();
+        let h = read_head(line.as_bytes()).unwrap().0;
         assert_eq!(
             h.marker,
             Some(Marker::DMailInjection("hello\nworld".into()))
         );
-        let h = read_head(br#"{"role":"tool","content":"<system>ERROR: Failed to send D-Mail. Error: Only one D-Mail can be sent at a time</system>","tool_call_id":"c3"}"#).unwrap();
+        let h = read_head(br#"{"role":"tool","content":"<system>ERROR: Failed to send D-Mail. Error: Only one D-Mail can be sent at a time</system>","tool_call_id":"c3"}"#).unwrap().0;
         assert_eq!(
             h.marker,
             Some(Marker::DMailResult(Err(
@@ -279,7 +314,7 @@ mod tests {
 
     #[test]
     fn reads_send_dmail_arguments() {
-        let h = read_head(br#"{"role":"assistant","content":"x","tool_calls":[{"type":"function","id":"c2","function":{"name":"SendDMail","arguments":"{\"message\": \"m\", \"checkpoint_id\": 1}"}}]}"#).unwrap();
+        let h = read_head(br#"{"role":"assistant","content":"x","tool_calls":[{"type":"function","id":"c2","function":{"name":"SendDMail","arguments":"{\"message\": \"m\", \"checkpoint_id\": 1}"}}]}"#).unwrap().0;
         assert_eq!(h.tool_calls.len(), 1);
         assert_eq!(
             h.tool_calls[0].dmail,

@@ -5,6 +5,7 @@
 mod hash;
 pub mod head;
 pub mod lenient;
+pub mod scan;
 mod tail;
 
 use std::fs::File;
@@ -99,6 +100,33 @@ impl Indexer {
         self.index.records.len() - before
     }
 
+    /// Adds the records of an indexer that read the bytes right after this
+    /// one's, starting at file offset `start`.
+    fn append(&mut self, part: Indexer, start: u64) {
+        let lines_before = self.line_no;
+        let Indexer {
+            index,
+            pending,
+            line_no,
+        } = part;
+        self.index
+            .records
+            .extend(index.records.into_iter().map(|mut r| {
+                r.offset += start;
+                r.line += lines_before;
+                r
+            }));
+        self.index
+            .warnings
+            .extend(index.warnings.into_iter().map(|mut w| {
+                w.line += lines_before;
+                w
+            }));
+        self.index.bytes = start + index.bytes;
+        self.line_no += line_no;
+        self.pending = pending;
+    }
+
     /// Bytes of an incomplete last line held back.
     pub fn pending_len(&self) -> usize {
         self.pending.len()
@@ -131,12 +159,12 @@ impl Indexer {
             return;
         }
         match head::read_head(line) {
-            Ok(h) => self.index.records.push(RecordMeta {
+            Ok((h, hash)) => self.index.records.push(RecordMeta {
                 offset,
                 len: line.len() as u64,
                 line: self.line_no,
                 role: h.role,
-                hash: canonical_hash(line),
+                hash,
                 checkpoint: h.checkpoint,
                 tokens: h.tokens,
                 tool_calls: h.tool_calls,
@@ -153,21 +181,95 @@ impl Indexer {
 }
 
 const CHUNK: usize = 1 << 20;
+/// Files at least this big are split at line boundaries and indexed on
+/// several threads; smaller ones aren't worth a thread.
+const PARALLEL_MIN: u64 = 32 << 20;
 
-/// Indexes a whole file. `name` is how warnings and exports call it.
+/// Indexes a whole file (as long as it is when opened). `name` is how
+/// warnings and exports call it.
 pub fn index_file(path: &Path, name: &str) -> Result<FileIndex> {
-    let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut indexer = Indexer::new(name, path);
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        let n = file.read(&mut buf).map_err(|e| Error::io(path, e))?;
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    if len < PARALLEL_MIN || threads < 2 {
+        let mut ix = index_range(&file, path, name, 0, len)?;
+        ix.finish();
+        return Ok(ix.into_index());
+    }
+    let mut bounds = vec![0];
+    for k in 1..threads as u64 {
+        let at = next_line_start(&file, path, k * len / threads as u64, len)?;
+        if at > *bounds.last().unwrap_or(&0) && at < len {
+            bounds.push(at);
+        }
+    }
+    bounds.push(len);
+    let parts: Vec<Result<Indexer>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| {
+                let (start, end, file) = (w[0], w[1], &file);
+                scope.spawn(move || index_range(file, path, name, start, end))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::Other(format!(
+                        "{}: indexing thread failed",
+                        path.display()
+                    )))
+                })
+            })
+            .collect()
+    });
+    let mut merged = Indexer::new(name, path);
+    for (part, &start) in parts.into_iter().zip(&bounds) {
+        merged.append(part?, start);
+    }
+    merged.finish();
+    Ok(merged.into_index())
+}
+
+/// The offset just past the first newline at or after `from` (or `len`).
+fn next_line_start(file: &File, path: &Path, mut from: u64, len: u64) -> Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 64 << 10];
+    while from < len {
+        let n = file
+            .read_at(&mut buf, from)
+            .map_err(|e| Error::io(path, e))?;
         if n == 0 {
             break;
         }
-        indexer.push(&buf[..n]);
+        if let Some(k) = memchr::memchr(b'\n', &buf[..n]) {
+            return Ok(from + k as u64 + 1);
+        }
+        from += n as u64;
     }
-    indexer.finish();
-    Ok(indexer.into_index())
+    Ok(len)
+}
+
+/// Indexes bytes `start..end` of a file; a last line without its newline
+/// stays pending for the caller to finish.
+fn index_range(file: &File, path: &Path, name: &str, start: u64, end: u64) -> Result<Indexer> {
+    use std::os::unix::fs::FileExt;
+    let mut ix = Indexer::new(name, path);
+    let mut buf = vec![0u8; CHUNK];
+    let mut at = start;
+    while at < end {
+        let want = usize::try_from(end - at).map_or(CHUNK, |n| n.min(CHUNK));
+        let n = file
+            .read_at(&mut buf[..want], at)
+            .map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        ix.push(&buf[..n]);
+        at += n as u64;
+    }
+    Ok(ix)
 }
 
 /// Reads one record's line from disk.
@@ -237,5 +339,31 @@ mod tests {
         assert_eq!(ix.records.len(), 1);
         let lines: Vec<u64> = ix.warnings.iter().map(|w| w.line).collect();
         assert_eq!(lines, vec![2, 3, 4]);
+    }
+
+    #[test]
+    fn parallel_indexing_equals_one_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("context.jsonl");
+        let mut data = Vec::new();
+        let mut i = 0;
+        while data.len() < (PARALLEL_MIN as usize) + (8 << 20) {
+            let filler = "x".repeat((i * 7919) % 30_000);
+            let line = match i % 5 {
+                0 => format!("{{\"role\": \"_checkpoint\", \"id\": {i}}}\n"),
+                1 => "garbage line\n".to_string(),
+                2 => "\n".to_string(),
+                _ => format!("{{\"role\":\"user\",\"content\":\"{filler}\"}}\r\n"),
+            };
+            data.extend_from_slice(line.as_bytes());
+            i += 1;
+        }
+        data.extend_from_slice(b"{\"role\":\"user\",\"content\":\"no newline\"}");
+        std::fs::write(&path, &data).unwrap();
+        let fast = index_file(&path, "context.jsonl").unwrap();
+        let mut one = Indexer::new("context.jsonl", &path);
+        one.push(&data);
+        one.finish();
+        assert_eq!(fast, one.into_index());
     }
 }
