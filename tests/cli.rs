@@ -9,23 +9,10 @@ fn bin() -> Command {
     c
 }
 
+mod common;
+
 fn fixture(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/kimi-cli")
-        .join(name)
-        .join("sessions");
-    let work = std::fs::read_dir(dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    std::fs::read_dir(work)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
+    common::fixture_session("kimi-cli", name)
 }
 
 /// A share dir holding copies of the given fixtures, under their real folders.

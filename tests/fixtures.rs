@@ -7,20 +7,11 @@ use serde_json::Value;
 use worldline::export::json::session_json;
 use worldline::worldline::Session;
 
+mod common;
+
 fn session_dir(scenario: &Path) -> PathBuf {
-    let sessions = scenario.join("sessions");
-    let work = std::fs::read_dir(&sessions)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    std::fs::read_dir(work)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
+    let name = scenario.file_name().unwrap().to_string_lossy();
+    common::fixture_session("kimi-cli", &name)
 }
 
 fn scenarios(kind: &str) -> Vec<PathBuf> {

@@ -1,5 +1,7 @@
 //! Whatever a file holds, reading and rebuilding never panic.
 
+mod common;
+
 use proptest::prelude::*;
 use worldline::export::{self, json::session_json};
 use worldline::read::{FileIndex, Indexer};
@@ -36,20 +38,7 @@ fn build(files: Vec<FileIndex>) -> Session {
 }
 
 fn fixture_lines() -> Vec<Vec<u8>> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/kimi-cli/dmail_twice/sessions");
-    let work = std::fs::read_dir(dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let session = std::fs::read_dir(work)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let session = common::fixture_session("kimi-cli", "dmail_twice");
     let text = std::fs::read(session.join("context_1.jsonl")).unwrap();
     text.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect()
 }

@@ -67,3 +67,21 @@ pub fn write(dir: &Path, name: &str, lines: &[String]) {
     }
     std::fs::write(dir.join(name), text).unwrap();
 }
+
+/// The session directory inside `fixtures/<kind>/<scenario>/sessions/<work>/`.
+pub fn fixture_session(kind: &str, scenario: &str) -> std::path::PathBuf {
+    let sessions = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(kind)
+        .join(scenario)
+        .join("sessions");
+    let only_child = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+    };
+    only_child(&only_child(&sessions))
+}
