@@ -130,6 +130,7 @@ def _serve(tool: SendDMail, renji: DenwaRenji, runtime: Runtime) -> None:
         announce=_announce_dir(runtime) / "denwa.json",
         session_id=runtime.session.id,
         agent=agent or "main",
+        subagent_store=getattr(runtime, "subagent_store", None) if agent else None,
     )
     server.start()
     server.adopt(tool, renji)
@@ -151,12 +152,14 @@ class _DenwaServer:
         announce: Path,
         session_id: str,
         agent: str,
+        subagent_store: Any = None,
     ) -> None:
         self.loop = loop
         self.path = path
         self.announce = announce
         self.session_id = session_id
         self.agent = agent
+        self._subagent_store = subagent_store
         self._renji: weakref.ref[DenwaRenji] | None = None
         self._finalizer: weakref.finalize | None = None
         self._sock: socket.socket | None = None
@@ -351,6 +354,8 @@ class _DenwaServer:
             return _error('missing or mistyped field "message" (a string)')
         if not isinstance(checkpoint_id, int) or isinstance(checkpoint_id, bool):
             return _error('missing or mistyped field "checkpoint_id" (an integer)')
+        if (idle := self._subagent_not_running()) is not None:
+            return _error(idle)
         # model_construct skips pydantic's `ge=0`, so a negative id gets
         # DenwaRenji's own error, in DenwaRenji's own order.
         dmail = DMail.model_construct(message=message, checkpoint_id=checkpoint_id)
@@ -364,6 +369,25 @@ class _DenwaServer:
             agent=self.agent,
         )
         return {"ok": True}
+
+
+    def _subagent_not_running(self) -> str | None:
+        """Why a D-Mail to this subagent would never arrive, if it would not.
+
+        A finished subagent's tool (and so this socket) may live on until the
+        process exits, but its DenwaRenji is never read again; a resumed subagent
+        gets a new one. kimi-cli's subagent store knows whether it is running.
+        """
+        if self._subagent_store is None:
+            return None
+        try:
+            record = self._subagent_store.get_instance(self.agent)
+        except Exception:
+            return None  # cannot tell: let DenwaRenji decide as usual
+        status = getattr(record, "status", None)
+        if isinstance(status, str) and not status.startswith("running"):
+            return f"subagent {self.agent} is not running ({status}); a D-Mail would never arrive"
+        return None
 
 
 def _error(text: str) -> dict[str, Any]:

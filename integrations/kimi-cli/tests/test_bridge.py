@@ -258,7 +258,93 @@ def test_worldline_send_and_tree(root: Path) -> None:
 
 
 # ----------------------------------------------------------------------------
-# Test 3: the socket rules, in this process and a helper process, without a model
+# Test 3: a subagent serves its own socket, and a D-Mail reverts the subagent
+
+
+SUB_MESSAGE = "Subagent: the sleep was pointless, skip it."
+SUBAGENT_TURN = [
+    # root, step 1: hand the task to a "coder" subagent (foreground)
+    'tool_call: {"id": "call_agent", "name": "Agent", "arguments": '
+    + json.dumps(json.dumps({"description": "slow task", "prompt": "Sleep, then report.",
+                             "subagent_type": "coder"}))
+    + "}",
+    # subagent, step 1: a slow command; the test sends the D-Mail meanwhile
+    'tool_call: {"id": "call_sleep", "name": "Shell", "arguments": '
+    + json.dumps(json.dumps({"command": "sleep 4"}))
+    + "}",
+    # subagent, step 2 (after the revert): a final report long enough to be a summary
+    "text: " + "Report after the D-Mail: nothing to do. " * 8,
+    # root, step 2
+    "text: the subagent reported back",
+]
+
+
+def test_subagent_socket(root: Path) -> None:
+    k = KimiWire(python=PYTHON, root=root, scripts=SUBAGENT_TURN,
+                 agent_file=HERE / "agents" / "with-subagent.yaml")
+    result: dict[str, Any] = {}
+
+    def meddle(sdir: Path) -> None:
+        """While the subagent sleeps: find its socket, check it, send it a D-Mail."""
+        try:
+            deadline = time.monotonic() + 30
+            while not (found := list(sdir.glob("subagents/*/denwa.json"))):
+                if time.monotonic() > deadline:
+                    raise TimeoutError("no subagent denwa.json appeared")
+                time.sleep(0.05)
+            sub_dir = found[0].parent
+            ann = read_announce(sub_dir)
+            result["sub_dir"], result["ann"] = sub_dir, ann
+            with DenwaClient(ann["socket"]) as c:
+                result["hello"] = c.request({"op": "hello"})
+                # Wait until the subagent's first step has begun (its checkpoints are set).
+                while (st := c.request({"op": "status"}))["n_checkpoints"] < 2:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"subagent never reached its first step: {st}")
+                    time.sleep(0.05)
+                result["status"] = st
+                result["sent"] = c.request(
+                    {"op": "send_dmail", "message": SUB_MESSAGE, "checkpoint_id": 0})
+        except Exception as e:
+            result["error"] = e
+
+    try:
+        k.initialize()
+        sdir = k.session_dir()
+        import threading
+
+        t = threading.Thread(target=meddle, args=(sdir,), daemon=True)
+        t.start()
+        k.prompt("please delegate", timeout=90)
+        t.join(10)
+        if "error" in result:
+            raise result["error"]
+        sub_dir, ann = result["sub_dir"], result["ann"]
+        agent_id = sub_dir.name
+        assert ann["agent"] == agent_id, ann
+        assert ann["socket"].endswith(f"/{sdir.name}-{agent_id}.sock"), ann
+        assert ann["socket"] != read_announce(sdir)["socket"]
+        assert result["hello"]["agent"] == agent_id and result["hello"]["session"] == sdir.name
+        assert result["status"]["pending"] is None, result["status"]
+        assert result["sent"] == {"ok": True}, result["sent"]
+
+        # The subagent went back; the main agent's world line did not.
+        assert_reverted(sub_dir, 0, SUB_MESSAGE)
+        assert not (sdir / "context_1.jsonl").exists()
+        with DenwaClient.for_dir(sdir) as c:
+            assert c.request({"op": "status"})["pending"] is None
+        # Finished: its socket may live on, but it takes no D-Mail that would be lost.
+        with DenwaClient(ann["socket"]) as c:
+            expect_error(c, {"op": "send_dmail", "message": "late", "checkpoint_id": 0},
+                         f"subagent {agent_id} is not running (idle); a D-Mail would never arrive")
+        assert k.close() == 0
+        wait_gone(Path(ann["socket"]), sub_dir / "denwa.json")
+    finally:
+        k.kill()
+
+
+# ----------------------------------------------------------------------------
+# Test 4: the socket rules, in this process and a helper process, without a model
 
 
 def stub_runtime(session_dir: Path, session_id: str, agent: str | None = None) -> Any:
@@ -348,8 +434,10 @@ def test_socket_rules(root: Path) -> None:
         # start, and its SendDMail still works as the plain tool.
         other = await asyncio.create_subprocess_exec(
             PYTHON, "-c", _SECOND_SERVER, str(root / "other"), sid,
-            stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=str(HERE.parent)))
-        out, _ = await asyncio.wait_for(other.communicate(), 60)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=dict(os.environ, PYTHONPATH=str(HERE.parent)))
+        out, err = await asyncio.wait_for(other.communicate(), 60)
+        assert b"another denwa server is already live for this session" in err, err
         got = json.loads(out.decode().strip().splitlines()[-1])
         assert got == {"serving": 0, "tool_message": "Failed to send D-Mail. Error: There is no checkpoint with the given ID"}, got
         assert read_announce(sdir)["pid"] == os.getpid()
@@ -393,7 +481,11 @@ def test_socket_rules(root: Path) -> None:
     asyncio.run(scenario())
 
     # Outside an event loop, or with an unusable socket directory: no server,
-    # and still the normal SendDMail.
+    # a warning in kimi-cli's log, and still the normal SendDMail.
+    from kimi_cli import logger
+
+    warnings: list[str] = []
+    sink = logger.add(lambda m: warnings.append(str(m)), level="WARNING")
     saved = os.environ.get("XDG_RUNTIME_DIR")
     (root / "not-a-dir").write_text("")
     os.environ["XDG_RUNTIME_DIR"] = str(root / "not-a-dir")
@@ -411,6 +503,9 @@ def test_socket_rules(root: Path) -> None:
             os.environ["XDG_RUNTIME_DIR"] = saved
     wd.SendDMail(DenwaRenji(), stub_runtime(sdir, sid + "-y"))  # no running loop
     assert not wd._servers
+    logger.remove(sink)
+    assert len(warnings) == 2 and all("not serving D-Mails from outside" in w for w in warnings), warnings
+    assert "Not a directory" in warnings[0] and "no running event loop" in warnings[1], warnings
 
 
 # ----------------------------------------------------------------------------
@@ -418,6 +513,7 @@ def test_socket_rules(root: Path) -> None:
 TESTS: dict[str, Callable[[Path], None]] = {
     "protocol_and_revert": test_protocol_and_revert,
     "worldline_send_and_tree": test_worldline_send_and_tree,
+    "subagent_socket": test_subagent_socket,
     "socket_rules": test_socket_rules,
 }
 
@@ -428,7 +524,7 @@ def main(argv: list[str]) -> int:
     from kimi_cli import logger
 
     logger.remove()
-    logger.add(sys.stderr, level="WARNING")
+    logger.add(sys.stderr, level="ERROR")
     passed = failed = 0
     for name in names:
         root = Path(tempfile.mkdtemp(prefix=f"kimi-bridge-{name}-"))
