@@ -90,6 +90,9 @@ class KimiWire:
             env=env,
             start_new_session=True,
         )
+        if pids := os.environ.get("KIMI_BRIDGE_PIDS"):
+            with open(pids, "a") as f:  # for the CI script's trap, should we die
+                f.write(f"{self.proc.pid}\n")
         self.events: list[dict[str, Any]] = []
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()

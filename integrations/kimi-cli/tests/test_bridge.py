@@ -550,5 +550,13 @@ def main(argv: list[str]) -> int:
     return 1 if failed else 0
 
 
+def _terminated(signum: int, _frame: Any) -> None:
+    # Unwind through the tests' `finally` blocks, which kill their kimi-cli.
+    raise SystemExit(f"kimi-cli bridge: stopped by signal {signum}")
+
+
 if __name__ == "__main__":
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminated)
     sys.exit(main(sys.argv[1:]))
