@@ -60,6 +60,12 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(installed_version)" != "$KIMI_CLI_VERSION
     exit 1
   fi
 fi
+# kimi-cli 1.52.0 does not even import on some Pythons (3.12.1: a dataclass bug).
+if ! "$VENV/bin/python" -c 'import kimi_cli.soul.kimisoul' 2>/dev/null; then
+  echo "kimi-cli bridge: kimi-cli $KIMI_CLI_VERSION does not import on $("$VENV/bin/python" -V);" \
+    "remove $VENV and provide Python 3.13" >&2
+  exit 1
+fi
 
 # --- worldline --------------------------------------------------------------------
 export WORLDLINE_BIN="${WORLDLINE_BIN:-target/debug/worldline}"
