@@ -176,7 +176,19 @@ class _DenwaServer:
         self._renji = weakref.ref(renji)
         if self._finalizer is not None:
             self._finalizer.detach()
-        self._finalizer = weakref.finalize(tool, self.close)
+        self._finalizer = weakref.finalize(tool, self._close_from_gc)
+
+    def _close_from_gc(self) -> None:
+        # The garbage collector may run in any thread; asyncio objects belong to the
+        # loop's thread, so hand the close over to the loop while it runs.
+        try:
+            current = asyncio.get_running_loop()
+        except RuntimeError:
+            current = None
+        if current is self.loop or self.loop.is_closed() or not self.loop.is_running():
+            self.close()
+        else:
+            self.loop.call_soon_threadsafe(self.close)
 
     # -- start / stop ------------------------------------------------------
 
@@ -207,9 +219,7 @@ class _DenwaServer:
 
     async def _start_serving(self, sock: socket.socket) -> None:
         try:
-            self._server = await asyncio.start_unix_server(
-                self._handle, sock=sock, limit=MAX_LINE
-            )
+            self._server = await asyncio.start_unix_server(self._handle, sock=sock, limit=MAX_LINE)
         except Exception as e:
             logger.warning("worldline denwa: cannot serve {path}: {e}", path=self.path, e=e)
             self.close()
@@ -234,9 +244,7 @@ class _DenwaServer:
             return
         finally:
             probe.close()
-        raise RuntimeError(
-            f"another denwa server is already live for this session at {self.path}"
-        )
+        raise RuntimeError(f"another denwa server is already live for this session at {self.path}")
 
     def _write_announce(self) -> None:
         self.announce.parent.mkdir(parents=True, exist_ok=True)
@@ -369,7 +377,6 @@ class _DenwaServer:
             agent=self.agent,
         )
         return {"ok": True}
-
 
     def _subagent_not_running(self) -> str | None:
         """Why a D-Mail to this subagent would never arrive, if it would not.

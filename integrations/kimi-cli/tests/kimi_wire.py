@@ -78,11 +78,17 @@ class KimiWire:
         # A session of its own, so a trap or close() can kill the whole group.
         self.proc = subprocess.Popen(
             [
-                python, "-c", _ENTRY,
-                "--wire", "--yolo",
-                "--config-file", str(config),
-                "--agent-file", str(agent_file),
-                "--work-dir", str(self.work),
+                python,
+                "-c",
+                _ENTRY,
+                "--wire",
+                "--yolo",
+                "--config-file",
+                str(config),
+                "--agent-file",
+                str(agent_file),
+                "--work-dir",
+                str(self.work),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -122,7 +128,9 @@ class KimiWire:
             except queue.Empty:
                 continue
             if line is None:
-                raise RuntimeError(f"kimi-cli exited (rc={self.proc.poll()}); see {self.stderr.name}")
+                raise RuntimeError(
+                    f"kimi-cli exited (rc={self.proc.poll()}); see {self.stderr.name}"
+                )
             try:
                 m = json.loads(line)
             except json.JSONDecodeError:

@@ -23,9 +23,10 @@ import tempfile
 import textwrap
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
@@ -93,8 +94,12 @@ def assert_reverted(agent_dir: Path, checkpoint: int, message: str) -> None:
     cut = old.index({"role": "_checkpoint", "id": checkpoint})
     assert new[: cut + 1] == old[: cut + 1], "new world line does not share the prefix"
     after = new[cut + 1 :]
-    assert after[0] == {"role": "user", "content": f"<system>CHECKPOINT {checkpoint}</system>"}, after[0]
-    assert after[1]["role"] == "user" and text_of(after[1]) == DMAIL_PREFIX + message + "</system>", after[1]
+    assert after[0] == {"role": "user", "content": f"<system>CHECKPOINT {checkpoint}</system>"}, (
+        after[0]
+    )
+    assert (
+        after[1]["role"] == "user" and text_of(after[1]) == DMAIL_PREFIX + message + "</system>"
+    ), after[1]
 
 
 def wait_gone(*paths: Path, timeout: float = 5.0) -> None:
@@ -132,9 +137,17 @@ def test_protocol_and_revert(root: Path) -> None:
         ann = read_announce(sdir)
         sock = Path(ann["socket"])
         runtime_dir = os.environ.get("XDG_RUNTIME_DIR")
-        base = Path(runtime_dir) / "worldline" if runtime_dir else Path(f"/tmp/worldline-{os.getuid()}")
-        assert ann == {"protocol": "denwa/1", "socket": str(base / f"{sdir.name}.sock"),
-                       "pid": k.proc.pid, "agent": "main"}, ann
+        base = (
+            Path(runtime_dir) / "worldline"
+            if runtime_dir
+            else Path(f"/tmp/worldline-{os.getuid()}")
+        )
+        assert ann == {
+            "protocol": "denwa/1",
+            "socket": str(base / f"{sdir.name}.sock"),
+            "pid": k.proc.pid,
+            "agent": "main",
+        }, ann
         assert stat.S_IMODE(sock.stat().st_mode) == 0o600, oct(sock.stat().st_mode)
         assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
 
@@ -145,8 +158,11 @@ def test_protocol_and_revert(root: Path) -> None:
             assert hello["server"].startswith("worldline_denwa "), hello
             # No turn yet: no checkpoint to go back to.
             assert c.request({"op": "status"}) == {"ok": True, "n_checkpoints": 0, "pending": None}
-            expect_error(c, {"op": "send_dmail", "message": "x", "checkpoint_id": 0},
-                         "There is no checkpoint with the given ID")
+            expect_error(
+                c,
+                {"op": "send_dmail", "message": "x", "checkpoint_id": 0},
+                "There is no checkpoint with the given ID",
+            )
 
         k.prompt("first question")
         live = n_checkpoints(sdir / "context.jsonl")
@@ -154,12 +170,22 @@ def test_protocol_and_revert(root: Path) -> None:
 
         with DenwaClient(sock) as c:
             assert c.request({"op": "status", "id": "s"}) == {
-                "ok": True, "n_checkpoints": live, "pending": None, "id": "s"}
+                "ok": True,
+                "n_checkpoints": live,
+                "pending": None,
+                "id": "s",
+            }
             # DenwaRenji's own errors, word for word.
-            expect_error(c, {"op": "send_dmail", "message": "x", "checkpoint_id": -1},
-                         "The checkpoint ID can not be negative")
-            expect_error(c, {"op": "send_dmail", "message": "x", "checkpoint_id": live},
-                         "There is no checkpoint with the given ID")
+            expect_error(
+                c,
+                {"op": "send_dmail", "message": "x", "checkpoint_id": -1},
+                "The checkpoint ID can not be negative",
+            )
+            expect_error(
+                c,
+                {"op": "send_dmail", "message": "x", "checkpoint_id": live},
+                "There is no checkpoint with the given ID",
+            )
             # Malformed requests get an error, and the connection stays open.
             expect_bad(c, None, raw=b"{not json\n")
             expect_bad(c, [1, 2])
@@ -177,13 +203,19 @@ def test_protocol_and_revert(root: Path) -> None:
             assert (c.read_reply() or {}).get("ok") is True
 
             message = "Checkpoint 0 is where it went wrong: answer in one word."
-            assert c.request({"op": "send_dmail", "message": message, "checkpoint_id": 0, "id": 1}) == {
-                "ok": True, "id": 1}
-            expect_error(c, {"op": "send_dmail", "message": "again", "checkpoint_id": 1},
-                         "Only one D-Mail can be sent at a time")
+            assert c.request(
+                {"op": "send_dmail", "message": message, "checkpoint_id": 0, "id": 1}
+            ) == {"ok": True, "id": 1}
+            expect_error(
+                c,
+                {"op": "send_dmail", "message": "again", "checkpoint_id": 1},
+                "Only one D-Mail can be sent at a time",
+            )
             assert c.request({"op": "status"}) == {
-                "ok": True, "n_checkpoints": live,
-                "pending": {"message": message, "checkpoint_id": 0}}
+                "ok": True,
+                "n_checkpoints": live,
+                "pending": {"message": message, "checkpoint_id": 0},
+            }
 
         # A line over 1 MiB: an error reply, then the connection is closed.
         with DenwaClient(sock) as c:
@@ -197,10 +229,15 @@ def test_protocol_and_revert(root: Path) -> None:
         k.prompt("second question")
         assert_reverted(sdir, 0, message)
         new = records(sdir / "context.jsonl")
-        assert new[-1] == {"role": "assistant", "content": "answer after reading the D-Mail"}, new[-1]
+        assert new[-1] == {"role": "assistant", "content": "answer after reading the D-Mail"}, new[
+            -1
+        ]
         with DenwaClient(sock) as c:
             assert c.request({"op": "status"}) == {
-                "ok": True, "n_checkpoints": n_checkpoints(sdir / "context.jsonl"), "pending": None}
+                "ok": True,
+                "n_checkpoints": n_checkpoints(sdir / "context.jsonl"),
+                "pending": None,
+            }
 
         assert k.close() == 0
         wait_gone(sock, sdir / "denwa.json")
@@ -229,11 +266,17 @@ def test_worldline_send_and_tree(root: Path) -> None:
         k.prompt("first question")
         checkpoint, message = 1, "The user wanted Rust, not Python. Start over from here."
 
-        sent = run_worldline("send", str(sdir), "--checkpoint", str(checkpoint), "--message", message)
+        sent = run_worldline(
+            "send", str(sdir), "--checkpoint", str(checkpoint), "--message", message
+        )
         if not_built(sent):
-            skip("`worldline send` is not built yet: sent the D-Mail with the Python client instead")
+            skip(
+                "`worldline send` is not built yet: sent the D-Mail with the Python client instead"
+            )
             with DenwaClient.for_dir(sdir) as c:
-                reply = c.request({"op": "send_dmail", "message": message, "checkpoint_id": checkpoint})
+                reply = c.request(
+                    {"op": "send_dmail", "message": message, "checkpoint_id": checkpoint}
+                )
                 assert reply == {"ok": True}, reply
         else:
             assert sent.returncode == 0, f"worldline send failed ({sent.returncode}): {sent.stderr}"
@@ -265,8 +308,11 @@ SUB_MESSAGE = "Subagent: the sleep was pointless, skip it."
 SUBAGENT_TURN = [
     # root, step 1: hand the task to a "coder" subagent (foreground)
     'tool_call: {"id": "call_agent", "name": "Agent", "arguments": '
-    + json.dumps(json.dumps({"description": "slow task", "prompt": "Sleep, then report.",
-                             "subagent_type": "coder"}))
+    + json.dumps(
+        json.dumps(
+            {"description": "slow task", "prompt": "Sleep, then report.", "subagent_type": "coder"}
+        )
+    )
     + "}",
     # subagent, step 1: a slow command; the test sends the D-Mail meanwhile
     'tool_call: {"id": "call_sleep", "name": "Shell", "arguments": '
@@ -280,8 +326,12 @@ SUBAGENT_TURN = [
 
 
 def test_subagent_socket(root: Path) -> None:
-    k = KimiWire(python=PYTHON, root=root, scripts=SUBAGENT_TURN,
-                 agent_file=HERE / "agents" / "with-subagent.yaml")
+    k = KimiWire(
+        python=PYTHON,
+        root=root,
+        scripts=SUBAGENT_TURN,
+        agent_file=HERE / "agents" / "with-subagent.yaml",
+    )
     result: dict[str, Any] = {}
 
     def meddle(sdir: Path) -> None:
@@ -304,7 +354,8 @@ def test_subagent_socket(root: Path) -> None:
                     time.sleep(0.05)
                 result["status"] = st
                 result["sent"] = c.request(
-                    {"op": "send_dmail", "message": SUB_MESSAGE, "checkpoint_id": 0})
+                    {"op": "send_dmail", "message": SUB_MESSAGE, "checkpoint_id": 0}
+                )
         except Exception as e:
             result["error"] = e
 
@@ -335,8 +386,11 @@ def test_subagent_socket(root: Path) -> None:
             assert c.request({"op": "status"})["pending"] is None
         # Finished: its socket may live on, but it takes no D-Mail that would be lost.
         with DenwaClient(ann["socket"]) as c:
-            expect_error(c, {"op": "send_dmail", "message": "late", "checkpoint_id": 0},
-                         f"subagent {agent_id} is not running (idle); a D-Mail would never arrive")
+            expect_error(
+                c,
+                {"op": "send_dmail", "message": "late", "checkpoint_id": 0},
+                f"subagent {agent_id} is not running (idle); a D-Mail would never arrive",
+            )
         assert k.close() == 0
         wait_gone(Path(ann["socket"]), sub_dir / "denwa.json")
     finally:
@@ -388,11 +442,12 @@ _KNOCK = textwrap.dedent("""
 
 
 def test_socket_rules(root: Path) -> None:
+    import inspect
+
     import worldline_denwa as wd
     from kimi_cli.soul.agent import Runtime
     from kimi_cli.soul.denwarenji import DenwaRenji, DMail
     from kimi_cli.tools.dmail import SendDMail as KimiSendDMail
-    import inspect
 
     # Same tool for the model, and kimi-cli can inject its dependencies.
     assert issubclass(wd.SendDMail, KimiSendDMail)
@@ -421,37 +476,78 @@ def test_socket_rules(root: Path) -> None:
 
         def client_calls() -> list[dict[str, Any]]:
             with DenwaClient(sock_path) as c:
-                return [c.request({"op": "hello"}), c.request({"op": "status"}),
-                        c.request({"op": "send_dmail", "message": "m", "checkpoint_id": 0})]
+                return [
+                    c.request({"op": "hello"}),
+                    c.request({"op": "status"}),
+                    c.request({"op": "send_dmail", "message": "m", "checkpoint_id": 0}),
+                ]
 
         renji.set_n_checkpoints(3)
         hello, status, sent = await loop.run_in_executor(None, client_calls)
         assert hello["session"] == sid and hello["agent"] == "main", hello
         assert status == {"ok": True, "n_checkpoints": 3, "pending": None}, status
-        assert sent == {"ok": True} and renji.fetch_pending_dmail() == DMail(message="m", checkpoint_id=0)
+        assert sent == {"ok": True} and renji.fetch_pending_dmail() == DMail(
+            message="m", checkpoint_id=0
+        )
+
+        # The same agent built again in this process (a resumed subagent, a reload):
+        # the newer tool takes the socket over, and the older one going away
+        # does not close it.
+        renji2 = DenwaRenji()
+        renji2.set_n_checkpoints(5)
+        tool2 = wd.SendDMail(renji2, stub_runtime(sdir, sid))
+        del tool
+        gc.collect()
+        with DenwaClient(sock_path) as c:
+            status = await loop.run_in_executor(None, c.request, {"op": "status"})
+        assert status == {"ok": True, "n_checkpoints": 5, "pending": None}, status
+        tool = tool2
+        del tool2
 
         # A second server for the same live session (another process) refuses to
         # start, and its SendDMail still works as the plain tool.
         other = await asyncio.create_subprocess_exec(
-            PYTHON, "-c", _SECOND_SERVER, str(root / "other"), sid,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=dict(os.environ, PYTHONPATH=str(HERE.parent)))
+            PYTHON,
+            "-c",
+            _SECOND_SERVER,
+            str(root / "other"),
+            sid,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(os.environ, PYTHONPATH=str(HERE.parent)),
+        )
         out, err = await asyncio.wait_for(other.communicate(), 60)
         assert b"another denwa server is already live for this session" in err, err
         got = json.loads(out.decode().strip().splitlines()[-1])
-        assert got == {"serving": 0, "tool_message": "Failed to send D-Mail. Error: There is no checkpoint with the given ID"}, got
+        assert got == {
+            "serving": 0,
+            "tool_message": "Failed to send D-Mail. Error: "
+            "There is no checkpoint with the given ID",
+        }, got
         assert read_announce(sdir)["pid"] == os.getpid()
 
         # Another uid is shut out by SO_PEERCRED, even with the file modes opened up.
-        if os.getuid() == 0 and hasattr(socket, "SO_PEERCRED") and os.path.exists("/usr/bin/python3"):
+        if (
+            os.getuid() == 0
+            and hasattr(socket, "SO_PEERCRED")
+            and os.path.exists("/usr/bin/python3")
+        ):
             os.chmod(sock_path.parent, 0o755)
             os.chmod(sock_path, 0o777)
             try:
                 # The system python: this one may live in a home nobody can enter.
                 knock = await asyncio.create_subprocess_exec(
-                    "/usr/bin/python3", "-c", _KNOCK, str(sock_path),
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                    user=65534, group=65534, extra_groups=[], cwd="/")
+                    "/usr/bin/python3",
+                    "-c",
+                    _KNOCK,
+                    str(sock_path),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    user=65534,
+                    group=65534,
+                    extra_groups=[],
+                    cwd="/",
+                )
                 out, _ = await asyncio.wait_for(knock.communicate(), 20)
                 assert out.decode().strip() == "closed", f"another uid got: {out!r}"
             finally:
@@ -490,6 +586,7 @@ def test_socket_rules(root: Path) -> None:
     (root / "not-a-dir").write_text("")
     os.environ["XDG_RUNTIME_DIR"] = str(root / "not-a-dir")
     try:
+
         async def degraded() -> None:
             tool = wd.SendDMail(DenwaRenji(), stub_runtime(sdir, sid + "-x"))
             assert not wd._servers and not (sdir / "denwa.json").exists()
@@ -504,7 +601,9 @@ def test_socket_rules(root: Path) -> None:
     wd.SendDMail(DenwaRenji(), stub_runtime(sdir, sid + "-y"))  # no running loop
     assert not wd._servers
     logger.remove(sink)
-    assert len(warnings) == 2 and all("not serving D-Mails from outside" in w for w in warnings), warnings
+    assert len(warnings) == 2 and all("not serving D-Mails from outside" in w for w in warnings), (
+        warnings
+    )
     assert "Not a directory" in warnings[0] and "no running event loop" in warnings[1], warnings
 
 
