@@ -79,8 +79,10 @@ WORLDLINE_BIN=$(cd "$(dirname "$WORLDLINE_BIN")" && pwd)/$(basename "$WORLDLINE_
 # runner also lists their pids here, so this trap can kill them if the runner dies.
 pids_file=$(mktemp)
 export KIMI_BRIDGE_PIDS="$pids_file"
+runner=
 cleanup() {
   local pid
+  [ -n "$runner" ] && kill -TERM "$runner" 2>/dev/null || true
   while read -r pid; do
     kill -KILL -- "-$pid" 2>/dev/null || true
   done <"$pids_file"
@@ -88,4 +90,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-timeout --kill-after=10 "$TEST_TIMEOUT" "$VENV/bin/python" integrations/kimi-cli/tests/test_bridge.py "$@"
+# In the background, so a signal to this script is handled at once, not after the run.
+timeout --kill-after=10 "$TEST_TIMEOUT" \
+  "$VENV/bin/python" integrations/kimi-cli/tests/test_bridge.py "$@" &
+runner=$!
+wait "$runner"
