@@ -140,11 +140,14 @@ fn event_loop(
 ) -> anyhow::Result<()> {
     let (tx, rx) = mpsc::channel::<Msg>();
     let stop = Arc::new(AtomicBool::new(false));
-    let input = spawn_input(tx.clone(), stop.clone(), signals)?;
+    spawn_input(tx.clone(), stop.clone())?;
     let mut current: Option<Open> = None;
     let mut search_cancel = Arc::new(AtomicBool::new(false));
     let mut pending = dir.map(Effect::Open);
     let result = loop {
+        if signals.load(Ordering::Relaxed) {
+            break Ok(());
+        }
         if let Some(effect) = pending.take() {
             match effect {
                 Effect::Quit => break Ok(()),
@@ -177,8 +180,17 @@ fn event_loop(
         if let Err(e) = term.draw(|f| view::draw(f, app)) {
             break Err(e.into());
         }
-        // Block for one message, then drain the rest before drawing again.
-        let Ok(first) = rx.recv() else {
+        // Wait for one message, then drain the rest before drawing again.
+        // The timeout lets a signal end the loop even when no input comes
+        // (after a hangup crossterm's reader may never return).
+        let first = loop {
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(m) => break Some(m),
+                Err(mpsc::RecvTimeoutError::Timeout) if !signals.load(Ordering::Relaxed) => {}
+                Err(_) => break None,
+            }
+        };
+        let Some(first) = first else {
             break Ok(());
         };
         let mut effect = handle(app, first);
@@ -195,7 +207,8 @@ fn event_loop(
     stop.store(true, Ordering::Relaxed);
     search_cancel.store(true, Ordering::Relaxed);
     drop(current);
-    let _ = input.join();
+    // The input thread is not joined: it notices `stop` within 100 ms, and
+    // after a hangup it may be stuck in crossterm's reader; exiting ends it.
     result
 }
 
@@ -222,21 +235,12 @@ fn handle(app: &mut App, m: Msg) -> Effect {
     }
 }
 
-/// Reads terminal events with a short timeout so it notices `stop` and
-/// the signal flag.
-fn spawn_input(
-    tx: Sender<Msg>,
-    stop: Arc<AtomicBool>,
-    signals: Arc<AtomicBool>,
-) -> std::io::Result<std::thread::JoinHandle<()>> {
+/// Reads terminal events with a short timeout so it notices `stop`.
+fn spawn_input(tx: Sender<Msg>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("worldline-input".into())
         .spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                if signals.load(Ordering::Relaxed) {
-                    let _ = tx.send(Msg::Action(Action::Quit));
-                    return;
-                }
                 match event::poll(Duration::from_millis(100)) {
                     Ok(true) => match event::read() {
                         Ok(ev) => {
@@ -256,4 +260,5 @@ fn spawn_input(
                 let _ = tx.send(Msg::Action(Action::Quit));
             }
         })
+        .map(|_| ())
 }

@@ -240,7 +240,8 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
     let avail = w.saturating_sub(used);
     let tag = truncate(&tag, 6);
     let tag_cell = format!("{tag}{}", " ".repeat(7 - width(&tag)));
-    let right = truncate(&right, avail.saturating_sub(14) / 2);
+    // The facts on the right (tools, time) win over the preview, up to a point.
+    let right = truncate(&right, avail.saturating_sub(7 + 12));
     let text_w = avail.saturating_sub(width(&tag_cell) + width(&right) + 1);
     let text = truncate(&text, text_w);
     let pad = avail.saturating_sub(width(&tag_cell) + width(&text) + width(&right));
@@ -324,9 +325,9 @@ fn describe(
                 .and_then(|l| l.fork.as_ref()?.checkpoint)
                 .map_or("?".into(), |c| c.to_string());
             (
-                "✉ mail".into(),
+                "D-Mail".into(),
                 t.dmail(),
-                format!("D-Mail: {}", sanitize_line(msg, 200)),
+                sanitize_line(msg, 200),
                 with_time(format!("→ ⚑{cp}")),
             )
         }
