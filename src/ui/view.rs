@@ -120,7 +120,10 @@ fn draw_header(f: &mut Frame, app: &App, area: Rect) {
     let mut first = vec![
         Span::styled(" worldline ", t.accent()),
         Span::styled(title.clone(), t.bold()),
-        Span::raw(format!(" · {id} · {}", sanitize_line(&place, room))),
+        Span::raw(format!(
+            " · {id} · {}",
+            keep_tail(&sanitize_line(&place, 400), room)
+        )),
     ];
     if app.agent > 0 {
         let meta = s.agents[app.agent].meta.clone().unwrap_or_default();
@@ -170,6 +173,24 @@ fn draw_header(f: &mut Frame, app: &App, area: Rect) {
     }
     let lines = vec![Line::from(first), Line::from(second)];
     f.render_widget(Paragraph::new(lines), area);
+}
+
+/// The end of a path is what tells sessions apart: cut from the left.
+fn keep_tail(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_string();
+    }
+    let mut tail: Vec<char> = Vec::new();
+    let mut used = 1;
+    for c in s.chars().rev() {
+        let w = width(c.encode_utf8(&mut [0; 4]));
+        if used + w > max {
+            break;
+        }
+        used += w;
+        tail.push(c);
+    }
+    std::iter::once('…').chain(tail.into_iter().rev()).collect()
 }
 
 fn plural(n: usize) -> &'static str {
@@ -474,7 +495,7 @@ pub const HELP: &[(&str, &str)] = &[
 
 fn draw_help(f: &mut Frame, app: &App) {
     let t = &app.theme;
-    let area = centered(f.area(), 78, 30);
+    let area = centered(f.area(), 78, 24);
     let mut lines: Vec<Line> = Vec::new();
     for (k, what) in HELP {
         lines.push(Line::from(vec![
@@ -482,32 +503,25 @@ fn draw_help(f: &mut Frame, app: &App) {
             Span::raw(*what),
         ]));
     }
+    // Kept to 22 lines so the whole help fits an 80×24 terminal.
     lines.push(Line::default());
-    lines.push(Line::from(Span::styled(" Graph", t.bold())));
-    lines.push(Line::from(
-        " one row per record, written order; one lane and colour per world line",
-    ));
-    lines.push(Line::from(
-        " ─╮ a world line leaves its origin at the last record they share",
-    ));
-    lines.push(Line::from(
-        " ✉ D-Mail (the SendDMail call, and the injection in the new line)",
-    ));
-    lines.push(Line::from(
-        " ◆ head of the current world line  ⚑ checkpoint  ○ bookkeeping",
-    ));
+    lines.push(Line::from(vec![
+        Span::styled(" Graph ", t.bold()),
+        Span::raw(
+            "one row per record, in written order; one lane and colour per world line. \
+             ─╮ a world line leaves its origin at the last record they share · \
+             ✉ D-Mail call and injection · ◆ current head · ⚑ checkpoint · ○ bookkeeping",
+        ),
+    ]));
     lines.push(Line::default());
-    lines.push(Line::from(Span::styled(" Divergence N.ppphhh", t.bold())));
-    lines.push(Line::from(
-        " N   forks between world line α and this one (following origins)",
-    ));
-    lines.push(Line::from(
-        " ppp per mille of this world line's records not shared with α",
-    ));
-    lines.push(Line::from(
-        " hhh fingerprint of the fork (its checkpoint and D-Mail text)",
-    ));
-    lines.push(Line::from(" α itself reads 0.000000"));
+    lines.push(Line::from(vec![
+        Span::styled(" Divergence N.ppphhh ", t.bold()),
+        Span::raw(
+            "N = forks between α and this world line (following origins), \
+             ppp = per mille of its records not shared with α, \
+             hhh = fingerprint of its fork (checkpoint and D-Mail text). α reads 0.000000.",
+        ),
+    ]));
     let p = Paragraph::new(lines)
         .block(Block::bordered().title(" help — any key closes "))
         .wrap(Wrap { trim: false });
