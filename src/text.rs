@@ -29,9 +29,10 @@ pub fn sanitize(s: &str, keep_layout: bool) -> String {
     out
 }
 
-/// Display width in terminal columns.
+/// Display width in terminal columns, measured per string as ratatui does
+/// (an emoji with a skin-tone modifier is one 2-column glyph, not two).
 pub fn width(s: &str) -> usize {
-    s.chars().map(|c| c.width().unwrap_or(0)).sum()
+    unicode_width::UnicodeWidthStr::width(s)
 }
 
 /// One safe line of at most `max` columns, with `…` when cut. Runs of white

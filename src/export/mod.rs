@@ -6,7 +6,7 @@ pub mod json;
 mod plain;
 
 pub use diagram::{dot, mermaid};
-pub use plain::text_tree;
+pub use plain::{fork_label, text_tree};
 
 use crate::cli::{TreeArgs, TreeFormat};
 use crate::session::{self, Locator};

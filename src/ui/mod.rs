@@ -1,4 +1,264 @@
-//! The terminal UI (not built yet).
-pub fn run(_args: &crate::cli::ViewArgs) -> anyhow::Result<()> {
-    anyhow::bail!("the TUI is not built yet; use `worldline tree`")
+//! The terminal UI. One event loop: the input thread, the live follower and
+//! the search worker all send messages on one channel; the loop applies
+//! them with `App::update`, drains whatever else is queued (redraws are
+//! coalesced), loads the visible bodies, then draws.
+
+pub mod app;
+pub mod cache;
+pub mod detail;
+pub mod divergence;
+pub mod keys;
+pub mod layout;
+pub mod rows;
+pub mod search;
+pub mod terminal;
+pub mod theme;
+pub mod view;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use ratatui::crossterm::event::{self, Event};
+
+use crate::live::{self, LiveEvent, LiveOptions};
+use crate::session::{self, Locator};
+
+use app::{Action, App, Effect};
+use keys::Mode;
+use theme::Theme;
+
+/// Messages of the event loop.
+enum Msg {
+    Term(Event),
+    Action(Action),
+}
+
+/// `worldline [session]`: the picker when asked (or when this directory has
+/// several sessions and none was named), else the session.
+pub fn run(args: &crate::cli::ViewArgs) -> anyhow::Result<()> {
+    let loc = Locator::from_env();
+    let several_here =
+        args.session.is_none() && session::sessions_in(&loc.cwd_sessions()).len() > 1;
+    if args.pick || several_here {
+        let mut sessions = session::list(&loc, false);
+        if sessions.is_empty() {
+            sessions = session::list(&loc, true);
+        }
+        if sessions.is_empty() {
+            anyhow::bail!(
+                "no sessions under {} (set KIMI_SHARE_DIR or try `worldline demo`)",
+                loc.sessions_root().display()
+            );
+        }
+        return start(None, Some(sessions), args.follow, args.poll);
+    }
+    let dir = session::resolve(args.session.as_deref(), &loc)?;
+    run_on(dir, args.follow, args.poll)
+}
+
+/// Opens the TUI on one session directory (the demo calls this).
+pub fn run_on(dir: PathBuf, follow: bool, poll: bool) -> anyhow::Result<()> {
+    if !session::is_session_dir(&dir) {
+        return Err(crate::Error::NoContextFile { path: dir }.into());
+    }
+    start(Some(dir), None, follow, poll)
+}
+
+fn start(
+    dir: Option<PathBuf>,
+    picker: Option<Vec<session::SessionSummary>>,
+    follow: bool,
+    poll: bool,
+) -> anyhow::Result<()> {
+    let signals = terminal::signal_flag();
+    let (mut term, guard) = terminal::init()?;
+    let size = term.size()?;
+    let mut app = App::new(Theme::from_env(), follow, size);
+    if let Some(p) = picker {
+        app = app.with_picker(p);
+    }
+    let result = event_loop(&mut term, &mut app, dir, follow, poll, signals);
+    drop(guard);
+    result
+}
+
+/// Kept alive while a session is open; dropping stops its threads.
+struct Open {
+    _live: live::LiveHandle,
+}
+
+fn open(dir: &Path, poll: bool, tx: &Sender<Msg>) -> anyhow::Result<Open> {
+    let (rx, handle) = live::spawn(
+        dir.to_path_buf(),
+        LiveOptions {
+            poll,
+            ..LiveOptions::default()
+        },
+    )?;
+    let tx = tx.clone();
+    std::thread::Builder::new()
+        .name("worldline-live-forward".into())
+        .spawn(move || {
+            for ev in rx {
+                let a = match ev {
+                    LiveEvent::Snapshot(s) => Action::Snapshot(s),
+                    LiveEvent::Deleted => Action::Deleted,
+                    LiveEvent::Error(e) => Action::LiveError(e),
+                };
+                if tx.send(Msg::Action(a)).is_err() {
+                    return;
+                }
+            }
+        })?;
+    Ok(Open { _live: handle })
+}
+
+/// kimi.json's path for this session's work-dir folder, if known.
+fn work_dir_of(dir: &Path) -> Option<String> {
+    let folder = dir.parent()?;
+    let share = folder.parent()?.parent()?;
+    let name = folder.file_name()?.to_string_lossy().into_owned();
+    session::work_dirs(share).remove(&name)
+}
+
+fn recently_modified(dir: &Path) -> bool {
+    SystemTime::now()
+        .duration_since(session::modified(dir))
+        .is_ok_and(|age| age < Duration::from_secs(60))
+}
+
+fn event_loop(
+    term: &mut terminal::Term,
+    app: &mut App,
+    dir: Option<PathBuf>,
+    follow: bool,
+    poll: bool,
+    signals: Arc<AtomicBool>,
+) -> anyhow::Result<()> {
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let stop = Arc::new(AtomicBool::new(false));
+    spawn_input(tx.clone(), stop.clone())?;
+    let mut current: Option<Open> = None;
+    let mut search_cancel = Arc::new(AtomicBool::new(false));
+    let mut pending = dir.map(Effect::Open);
+    let result = loop {
+        if signals.load(Ordering::Relaxed) {
+            break Ok(());
+        }
+        if let Some(effect) = pending.take() {
+            match effect {
+                Effect::Quit => break Ok(()),
+                Effect::Open(d) => {
+                    app.follow = follow || recently_modified(&d);
+                    app.work_dir = work_dir_of(&d);
+                    current = None;
+                    match open(&d, poll, &tx) {
+                        Ok(o) => current = Some(o),
+                        Err(e) => break Err(e),
+                    }
+                }
+                Effect::Search(req) => {
+                    search_cancel.store(true, Ordering::Relaxed);
+                    search_cancel = Arc::new(AtomicBool::new(false));
+                    let tx = tx.clone();
+                    let sent = search::spawn(req, search_cancel.clone(), move |a| {
+                        tx.send(Msg::Action(a)).is_ok()
+                    });
+                    if let Err(e) = sent {
+                        app.status = Some(format!("cannot search: {e}"));
+                    }
+                }
+                Effect::CancelSearch => search_cancel.store(true, Ordering::Relaxed),
+                Effect::None => {}
+            }
+            continue;
+        }
+        app.prepare();
+        if let Err(e) = term.draw(|f| view::draw(f, app)) {
+            break Err(e.into());
+        }
+        // Wait for one message, then drain the rest before drawing again.
+        // The timeout lets a signal end the loop even when no input comes
+        // (after a hangup crossterm's reader may never return).
+        let first = loop {
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(m) => break Some(m),
+                Err(mpsc::RecvTimeoutError::Timeout) if !signals.load(Ordering::Relaxed) => {}
+                Err(_) => break None,
+            }
+        };
+        let Some(first) = first else {
+            break Ok(());
+        };
+        let mut effect = handle(app, first);
+        while matches!(effect, Effect::None) {
+            match rx.try_recv() {
+                Ok(m) => effect = handle(app, m),
+                Err(_) => break,
+            }
+        }
+        if !matches!(effect, Effect::None) {
+            pending = Some(effect);
+        }
+    };
+    stop.store(true, Ordering::Relaxed);
+    search_cancel.store(true, Ordering::Relaxed);
+    drop(current);
+    // The input thread is not joined: it notices `stop` within 100 ms, and
+    // after a hangup it may be stuck in crossterm's reader; exiting ends it.
+    result
+}
+
+fn handle(app: &mut App, m: Msg) -> Effect {
+    match m {
+        Msg::Action(a) => app.update(a),
+        Msg::Term(ev) => {
+            let mode = if app.search.input.is_some() {
+                Mode::SearchInput
+            } else {
+                Mode::Normal
+            };
+            match keys::action_for(mode, &ev) {
+                Some(a) => {
+                    if matches!(ev, Event::Key(_)) && app.search.input.is_none() {
+                        // A key press clears the last status message.
+                        app.status = None;
+                    }
+                    app.update(a)
+                }
+                None => Effect::None,
+            }
+        }
+    }
+}
+
+/// Reads terminal events with a short timeout so it notices `stop`.
+fn spawn_input(tx: Sender<Msg>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("worldline-input".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match event::poll(Duration::from_millis(100)) {
+                    Ok(true) => match event::read() {
+                        Ok(ev) => {
+                            if tx.send(Msg::Term(ev)).is_err() {
+                                return;
+                            }
+                        }
+                        Err(_) => break,
+                    },
+                    Ok(false) => {}
+                    Err(_) => break,
+                }
+            }
+            // The terminal is gone or unreadable: nothing more can be done
+            // interactively.
+            if !stop.load(Ordering::Relaxed) {
+                let _ = tx.send(Msg::Action(Action::Quit));
+            }
+        })
+        .map(|_| ())
 }

@@ -1,0 +1,841 @@
+//! App state and the pure-ish `update(action) -> Effect`. Everything that
+//! happens (keys, mouse, live snapshots, search results) arrives as an
+//! `Action`; what the runtime must do (quit, open, start a search) comes back
+//! as an `Effect`. Disk reads happen only in `prepare` (bodies of visible
+//! rows), never in `update` or in drawing.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ratatui::layout::{Position, Size};
+
+use crate::model::Marker;
+use crate::session::SessionSummary;
+use crate::worldline::{RecordRef, Session};
+
+use super::cache::Cache;
+use super::rows::{Filter, RoleFilter, RowModel};
+use super::theme::Theme;
+use super::view;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveState {
+    /// Waiting for the first snapshot.
+    Loading,
+    Static,
+    Live,
+    Deleted,
+}
+
+/// A modal drawn over the main screen. A D-Mail compose modal will be one
+/// more variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlay {
+    None,
+    Help,
+    Subagents { sel: usize },
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SearchState {
+    /// The query being typed (`Some` while the prompt is open).
+    pub input: Option<String>,
+    pub query: String,
+    pub hits: BTreeSet<usize>,
+    pub running: bool,
+    pub scanned: usize,
+    pub total: usize,
+    /// Results from an older search are dropped.
+    pub generation: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Picker {
+    pub sessions: Vec<SessionSummary>,
+    pub sel: usize,
+}
+
+/// Where to go back to when leaving a subagent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anchor {
+    pub agent: usize,
+    pub file: String,
+    pub record: usize,
+    pub focus_file: String,
+}
+
+#[derive(Debug, Clone)]
+pub enum Action {
+    Move(isize),
+    Page(isize),
+    Top,
+    Bottom,
+    /// Previous/next world line (h/l, Tab wraps).
+    SwitchLine(isize),
+    Expand,
+    /// Next/previous fork or D-Mail.
+    Mark(isize),
+    SearchOpen,
+    SearchChar(char),
+    SearchBackspace,
+    SearchSubmit,
+    /// Esc: close the prompt and stop a running search.
+    SearchCancel,
+    Hit(isize),
+    CycleFilter,
+    Collapse,
+    Subagents,
+    Back,
+    Help,
+    Follow,
+    DMail,
+    Quit,
+    Click(Position),
+    Wheel(isize),
+    Resize(Size),
+    Snapshot(Arc<Session>),
+    Deleted,
+    LiveError(String),
+    SearchHits {
+        generation: u64,
+        rows: Vec<usize>,
+    },
+    SearchProgress {
+        generation: u64,
+        scanned: usize,
+        total: usize,
+    },
+    SearchDone {
+        generation: u64,
+    },
+}
+
+/// What the runtime does after an update.
+#[derive(Debug, Clone)]
+pub enum Effect {
+    None,
+    Quit,
+    Open(PathBuf),
+    Search(SearchRequest),
+    CancelSearch,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub session: Arc<Session>,
+    pub agent: usize,
+    pub query: String,
+    pub generation: u64,
+}
+
+pub struct App {
+    pub theme: Theme,
+    pub picker: Option<Picker>,
+    pub session: Option<Arc<Session>>,
+    pub work_dir: Option<String>,
+    pub rows: RowModel,
+    pub agent: usize,
+    /// The selected world line.
+    pub focus: usize,
+    /// Visible position of the selected row.
+    pub cursor: usize,
+    /// Visible position of the first row drawn.
+    pub scroll: usize,
+    pub filter: Filter,
+    pub follow: bool,
+    pub live: LiveState,
+    pub overlay: Overlay,
+    /// Detail pane takes the whole body area.
+    pub expanded: bool,
+    pub detail_scroll: u16,
+    pub search: SearchState,
+    pub status: Option<String>,
+    pub size: Size,
+    pub cache: Cache,
+    back: Option<Anchor>,
+}
+
+pub const DMAIL_HOOK: &str = "D-Mail compose: coming with the denwa module";
+
+impl App {
+    pub fn new(theme: Theme, follow: bool, size: Size) -> App {
+        App {
+            theme,
+            picker: None,
+            session: None,
+            work_dir: None,
+            rows: RowModel::empty(0),
+            agent: 0,
+            focus: 0,
+            cursor: 0,
+            scroll: 0,
+            filter: Filter::default(),
+            follow,
+            live: LiveState::Loading,
+            overlay: Overlay::None,
+            expanded: false,
+            detail_scroll: 0,
+            search: SearchState::default(),
+            status: None,
+            size,
+            cache: Cache::default(),
+            back: None,
+        }
+    }
+
+    pub fn with_picker(mut self, sessions: Vec<SessionSummary>) -> App {
+        self.picker = Some(Picker { sessions, sel: 0 });
+        self
+    }
+
+    /// The selected record (its owner reference).
+    pub fn selected(&self) -> Option<RecordRef> {
+        self.rows.record_of(self.rows.row_at(self.cursor)?)
+    }
+
+    pub fn family(&self) -> Option<&crate::worldline::Family> {
+        Some(&self.session.as_ref()?.agents.get(self.agent)?.family)
+    }
+
+    /// Is record `r` (by owner) on world line `line`'s path?
+    pub fn on_line(&self, line: usize, r: RecordRef) -> bool {
+        let Some(s) = &self.session else { return false };
+        let Some(f) = self.family() else { return false };
+        f.lines
+            .get(line)
+            .and_then(|l| l.nodes.get(r.record))
+            .is_some_and(|&n| s.graph[n].owner == r)
+    }
+
+    fn graph_height(&self) -> usize {
+        view::areas(self.size, self.expanded).graph.height.max(1) as usize
+    }
+
+    /// Selects visible position `pos` (clamped), follows the selection with
+    /// the focus unless the record is on the focused world line.
+    fn select(&mut self, pos: usize) {
+        let n = self.rows.len();
+        self.cursor = pos.min(n.saturating_sub(1));
+        if let Some(r) = self.selected() {
+            if !self.on_line(self.focus, r) {
+                self.focus = r.line;
+            }
+        }
+        self.detail_scroll = 0;
+        self.keep_in_view();
+    }
+
+    fn keep_in_view(&mut self) {
+        let h = self.graph_height();
+        if self.cursor < self.scroll {
+            self.scroll = self.cursor;
+        } else if self.cursor >= self.scroll + h {
+            self.scroll = self.cursor + 1 - h;
+        }
+        let n = self.rows.len();
+        self.scroll = self.scroll.min(n.saturating_sub(h));
+    }
+
+    fn select_row(&mut self, row: usize) {
+        let pos = self.rows.position_of(row);
+        self.select(pos);
+    }
+
+    fn moved_by_hand(&mut self) {
+        if self.follow {
+            self.follow = false;
+            self.status = Some("follow off (F turns it on)".into());
+        }
+    }
+
+    pub fn update(&mut self, action: Action) -> Effect {
+        if self.picker.is_some() && self.session.is_none() {
+            return self.update_picker(action);
+        }
+        match (&self.overlay, &action) {
+            (Overlay::Help, Action::Resize(_) | Action::Snapshot(_)) => {}
+            (Overlay::Help, _) if is_key(&action) => {
+                self.overlay = Overlay::None;
+                return Effect::None;
+            }
+            (Overlay::Subagents { sel }, _) if is_key(&action) => {
+                let sel = *sel;
+                return self.update_subagents(sel, action);
+            }
+            _ => {}
+        }
+        match action {
+            Action::Move(d) => {
+                self.moved_by_hand();
+                self.select(offset(self.cursor, d));
+            }
+            Action::Page(d) => {
+                if self.expanded {
+                    let h = view::areas(self.size, true).detail.height.max(2) as isize - 1;
+                    self.detail_scroll = offset(self.detail_scroll as usize, d * h) as u16;
+                } else {
+                    self.moved_by_hand();
+                    let h = self.graph_height() as isize;
+                    self.select(offset(self.cursor, d * h));
+                }
+            }
+            Action::Top => {
+                self.moved_by_hand();
+                self.select(0);
+            }
+            Action::Bottom => self.select(self.rows.len().saturating_sub(1)),
+            Action::Wheel(d) => {
+                if self.expanded {
+                    self.detail_scroll = offset(self.detail_scroll as usize, d) as u16;
+                } else {
+                    self.moved_by_hand();
+                    self.select(offset(self.cursor, d));
+                }
+            }
+            Action::Click(p) => self.click(p),
+            Action::SwitchLine(d) => {
+                self.moved_by_hand();
+                self.switch_line(d);
+            }
+            Action::Expand => {
+                self.expanded = !self.expanded;
+                self.detail_scroll = 0;
+                self.keep_in_view();
+            }
+            Action::Mark(d) => {
+                self.moved_by_hand();
+                self.jump_mark(d);
+            }
+            Action::SearchOpen => self.search.input = Some(String::new()),
+            Action::SearchChar(c) => {
+                if let Some(q) = &mut self.search.input {
+                    q.push(c);
+                }
+            }
+            Action::SearchBackspace => {
+                if let Some(q) = &mut self.search.input {
+                    q.pop();
+                }
+            }
+            Action::SearchSubmit => return self.submit_search(),
+            Action::SearchCancel => {
+                self.search.input = None;
+                if self.search.running {
+                    self.search.running = false;
+                    self.search.generation += 1;
+                    self.status = Some("search stopped".into());
+                    return Effect::CancelSearch;
+                }
+            }
+            Action::Hit(d) => {
+                self.moved_by_hand();
+                self.jump_hit(d);
+            }
+            Action::CycleFilter => self.cycle_filter(),
+            Action::Collapse => {
+                self.filter.collapse = !self.filter.collapse;
+                self.refilter();
+                self.status = Some(if self.filter.collapse {
+                    "collapsed to checkpoints (c expands)".into()
+                } else {
+                    "every record shown".into()
+                });
+            }
+            Action::Subagents => self.open_subagents(),
+            Action::Back => {
+                if self.expanded {
+                    self.expanded = false;
+                    self.keep_in_view();
+                } else if self.agent != 0 {
+                    self.leave_subagent();
+                }
+            }
+            Action::Help => self.overlay = Overlay::Help,
+            Action::Follow => {
+                self.follow = !self.follow;
+                self.status = Some(if self.follow {
+                    "follow on: the newest record stays in view".into()
+                } else {
+                    "follow off".into()
+                });
+                if self.follow {
+                    self.go_newest();
+                }
+            }
+            Action::DMail => self.status = Some(DMAIL_HOOK.into()),
+            Action::Quit => return Effect::Quit,
+            Action::Resize(s) => {
+                self.size = s;
+                self.keep_in_view();
+            }
+            Action::Snapshot(s) => self.apply_snapshot(s),
+            Action::Deleted => {
+                self.live = LiveState::Deleted;
+                self.status = Some("the session directory is gone; showing the last state".into());
+            }
+            Action::LiveError(e) => {
+                self.status = Some(format!("live: {}", crate::text::sanitize_line(&e, 120)))
+            }
+            Action::SearchHits { generation, rows } => {
+                if generation == self.search.generation {
+                    let first = self.search.hits.is_empty();
+                    self.search.hits.extend(rows);
+                    if first && !self.search.hits.is_empty() {
+                        self.jump_hit(1);
+                    }
+                }
+            }
+            Action::SearchProgress {
+                generation,
+                scanned,
+                total,
+            } => {
+                if generation == self.search.generation {
+                    self.search.scanned = scanned;
+                    self.search.total = total;
+                }
+            }
+            Action::SearchDone { generation } => {
+                if generation == self.search.generation {
+                    self.search.running = false;
+                    self.status = Some(format!(
+                        "/{}: {} match{}",
+                        crate::text::sanitize_line(&self.search.query, 40),
+                        self.search.hits.len(),
+                        if self.search.hits.len() == 1 {
+                            ""
+                        } else {
+                            "es"
+                        }
+                    ));
+                }
+            }
+        }
+        Effect::None
+    }
+
+    fn update_picker(&mut self, action: Action) -> Effect {
+        let Some(p) = &mut self.picker else {
+            return Effect::None;
+        };
+        let n = p.sessions.len();
+        match action {
+            Action::Move(d) | Action::Wheel(d) => p.sel = offset(p.sel, d).min(n.saturating_sub(1)),
+            Action::Page(d) => p.sel = offset(p.sel, d * 10).min(n.saturating_sub(1)),
+            Action::Top => p.sel = 0,
+            Action::Bottom => p.sel = n.saturating_sub(1),
+            Action::Expand => {
+                if let Some(s) = p.sessions.get(p.sel) {
+                    return Effect::Open(s.dir.clone());
+                }
+            }
+            Action::Click(pos) => {
+                let list = view::picker_list_area(self.size);
+                if list.contains(pos) {
+                    let i = (pos.y - list.y) as usize;
+                    if i < n {
+                        p.sel = i;
+                    }
+                }
+            }
+            Action::Quit | Action::Back => return Effect::Quit,
+            Action::Resize(s) => self.size = s,
+            Action::Help => self.status = Some("↑/↓ choose a session, Enter opens, q quits".into()),
+            _ => {}
+        }
+        Effect::None
+    }
+
+    fn update_subagents(&mut self, sel: usize, action: Action) -> Effect {
+        let n = self
+            .session
+            .as_ref()
+            .map_or(0, |s| s.agents.len().saturating_sub(1));
+        match action {
+            Action::Move(d) => {
+                self.overlay = Overlay::Subagents {
+                    sel: offset(sel, d).min(n.saturating_sub(1)),
+                }
+            }
+            Action::Expand => {
+                self.overlay = Overlay::None;
+                self.enter_agent(sel + 1);
+            }
+            Action::Quit => return Effect::Quit,
+            _ => self.overlay = Overlay::None,
+        }
+        Effect::None
+    }
+
+    fn click(&mut self, p: Position) {
+        let a = view::areas(self.size, self.expanded);
+        if a.graph.contains(p) {
+            self.moved_by_hand();
+            let pos = self.scroll + (p.y - a.graph.y) as usize;
+            if pos < self.rows.len() {
+                self.select(pos);
+            }
+        }
+    }
+
+    fn apply_snapshot(&mut self, s: Arc<Session>) {
+        let first = self.session.is_none();
+        let anchor = self.anchor();
+        self.live = match (first, self.live) {
+            (_, LiveState::Live) => LiveState::Live,
+            (true, _) if self.follow => LiveState::Live,
+            (true, _) => LiveState::Static,
+            (false, _) => LiveState::Live,
+        };
+        if self.agent >= s.agents.len() {
+            self.agent = 0;
+            self.back = None;
+        }
+        self.session = Some(s);
+        self.cache.clear();
+        self.rebuild_rows();
+        if self.follow || first {
+            if self.follow {
+                self.go_newest();
+            } else {
+                self.focus = self.current_line();
+                self.select(0);
+            }
+        } else if let Some(a) = anchor {
+            self.restore(&a);
+        }
+        if self.search.running || !self.search.query.is_empty() {
+            // Row numbers may have moved; the user can search again.
+            self.search.hits.clear();
+        }
+    }
+
+    fn rebuild_rows(&mut self) {
+        if let Some(s) = &self.session {
+            self.rows = RowModel::build(s, self.agent, &self.filter);
+        }
+    }
+
+    fn refilter(&mut self) {
+        let sel = self.selected();
+        self.rebuild_rows();
+        match sel.and_then(|r| self.rows.row_of(r)) {
+            Some(row) => self.select_row(row),
+            None => self.select(0),
+        }
+    }
+
+    fn current_line(&self) -> usize {
+        self.family()
+            .and_then(|f| f.lines.iter().rposition(|l| l.current))
+            .unwrap_or(0)
+    }
+
+    /// Follow mode: the newest record of the current world line.
+    fn go_newest(&mut self) {
+        let Some(s) = self.session.clone() else {
+            return;
+        };
+        let line = self.current_line();
+        self.focus = line;
+        let last = self
+            .family()
+            .and_then(|f| f.lines.get(line)?.nodes.last().copied());
+        match last.and_then(|n| self.rows.row_of(s.graph[n].owner)) {
+            Some(row) => {
+                let pos = self.rows.position_of(row);
+                self.cursor = pos.min(self.rows.len().saturating_sub(1));
+                self.detail_scroll = 0;
+                self.keep_in_view();
+            }
+            None => self.select(self.rows.len().saturating_sub(1)),
+        }
+    }
+
+    fn anchor(&self) -> Option<Anchor> {
+        let r = self.selected()?;
+        let f = self.family()?;
+        Some(Anchor {
+            agent: self.agent,
+            file: f.lines.get(r.line)?.file.clone(),
+            record: r.record,
+            focus_file: f.lines.get(self.focus)?.file.clone(),
+        })
+    }
+
+    fn restore(&mut self, a: &Anchor) {
+        let Some(s) = self.session.clone() else {
+            return;
+        };
+        let Some(f) = s.agents.get(self.agent).map(|ag| &ag.family) else {
+            return;
+        };
+        let focus = f.line_by_file(&a.focus_file).unwrap_or(0);
+        let row = f.line_by_file(&a.file).and_then(|l| {
+            let line = &f.lines[l];
+            let n = *line
+                .nodes
+                .get(a.record.min(line.nodes.len().checked_sub(1)?))?;
+            self.rows.row_of(s.graph[n].owner)
+        });
+        self.focus = focus;
+        match row {
+            Some(row) => {
+                self.cursor = self.rows.position_of(row);
+                self.keep_in_view();
+            }
+            None => self.select(0),
+        }
+    }
+
+    /// h/l/Tab: keep the selected record when the new world line shares it,
+    /// else go to the record at the same position (clamped) on that line.
+    fn switch_line(&mut self, d: isize) {
+        let Some(s) = self.session.clone() else {
+            return;
+        };
+        let Some(f) = s.agents.get(self.agent).map(|a| &a.family) else {
+            return;
+        };
+        let n = f.lines.len();
+        if n == 0 {
+            return;
+        }
+        let next = (self.focus as isize + d).rem_euclid(n as isize) as usize;
+        self.focus = next;
+        let target = match self.selected() {
+            Some(r) if self.on_line(next, r) => Some(r),
+            Some(r) => {
+                let nodes = &f.lines[next].nodes;
+                nodes
+                    .get(r.record.min(nodes.len().saturating_sub(1)))
+                    .map(|&n| s.graph[n].owner)
+            }
+            None => None,
+        };
+        if let Some(row) = target.and_then(|r| self.rows.row_of(r)) {
+            self.cursor = self.rows.position_of(row);
+            self.detail_scroll = 0;
+            self.keep_in_view();
+        }
+        self.status = Some(format!(
+            "world line {} ({})",
+            super::theme::line_name(next),
+            f.lines[next].file
+        ));
+    }
+
+    /// Rows worth jumping to: fork points, each world line's first own
+    /// record, D-Mail calls and injections.
+    pub fn marks(&self) -> Vec<usize> {
+        let Some(f) = self.family() else {
+            return Vec::new();
+        };
+        let mut out: BTreeSet<usize> = self.rows.fork_rows().collect();
+        for l in 1..f.lines.len() {
+            let r = self.rows.line_rows(l);
+            if !r.is_empty() {
+                out.insert(r.start);
+            }
+        }
+        for a in &f.attempts {
+            if let Some(row) = self.rows.row_of(a.call) {
+                out.insert(row);
+            }
+        }
+        for (li, file) in f.files.iter().enumerate() {
+            let skip = f.lines[li].shared;
+            for (i, rec) in file.records.iter().enumerate().skip(skip) {
+                if matches!(rec.marker, Some(Marker::DMailInjection(_))) {
+                    if let Some(row) = self.rows.row_of(RecordRef {
+                        agent: self.agent,
+                        line: li,
+                        record: i,
+                    }) {
+                        out.insert(row);
+                    }
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    fn jump_mark(&mut self, d: isize) {
+        let Some(cur) = self.rows.row_at(self.cursor) else {
+            return;
+        };
+        let marks = self.marks();
+        let target = if d > 0 {
+            marks.iter().copied().find(|&m| m > cur)
+        } else {
+            marks.iter().rev().copied().find(|&m| m < cur)
+        };
+        match target {
+            Some(row) => self.select_row(row),
+            None => self.status = Some("no more forks or D-Mails this way".into()),
+        }
+    }
+
+    fn jump_hit(&mut self, d: isize) {
+        let cur = self.rows.row_at(self.cursor).unwrap_or(0);
+        let hits = &self.search.hits;
+        let target = if d > 0 {
+            hits.range(cur + 1..).next().or_else(|| hits.iter().next())
+        } else {
+            hits.range(..cur)
+                .next_back()
+                .or_else(|| hits.iter().next_back())
+        };
+        match target.copied() {
+            Some(row) => self.select_row(row),
+            None if self.search.query.is_empty() => {
+                self.status = Some("no search yet: / searches".into())
+            }
+            None => self.status = Some("no matches".into()),
+        }
+    }
+
+    fn submit_search(&mut self) -> Effect {
+        let Some(q) = self.search.input.take() else {
+            return Effect::None;
+        };
+        let Some(s) = self.session.clone() else {
+            return Effect::None;
+        };
+        if q.is_empty() {
+            return Effect::None;
+        }
+        self.search.generation += 1;
+        self.search.query = q.clone();
+        self.search.hits.clear();
+        self.search.running = true;
+        self.search.scanned = 0;
+        self.search.total = self.rows.total;
+        Effect::Search(SearchRequest {
+            session: s,
+            agent: self.agent,
+            query: q,
+            generation: self.search.generation,
+        })
+    }
+
+    fn cycle_filter(&mut self) {
+        let order = [
+            RoleFilter::All,
+            RoleFilter::User,
+            RoleFilter::Assistant,
+            RoleFilter::Tool,
+            RoleFilter::Checkpoints,
+        ];
+        let mut all: Vec<RoleFilter> = order.to_vec();
+        all.extend(self.rows.tools.iter().cloned().map(RoleFilter::ToolName));
+        let i = all.iter().position(|f| *f == self.filter.role).unwrap_or(0);
+        self.filter.role = all[(i + 1) % all.len()].clone();
+        self.refilter();
+        self.status = Some(format!("filter: {}", self.filter.role.label()));
+    }
+
+    fn open_subagents(&mut self) {
+        let Some(s) = self.session.clone() else {
+            return;
+        };
+        if s.agents.len() < 2 {
+            self.status = Some("this session has no subagents".into());
+            return;
+        }
+        if self.agent != 0 {
+            self.status = Some("Esc goes back to the main agent".into());
+            return;
+        }
+        // On an Agent call: enter the subagent it ran.
+        if let Some(r) = self.selected() {
+            if let Some(k) = s.agents.iter().position(|a| a.parent_call == Some(r)) {
+                self.enter_agent(k);
+                return;
+            }
+        }
+        self.overlay = Overlay::Subagents { sel: 0 };
+    }
+
+    fn enter_agent(&mut self, k: usize) {
+        let Some(s) = self.session.clone() else {
+            return;
+        };
+        if k == 0 || k >= s.agents.len() {
+            return;
+        }
+        self.back = self.anchor();
+        self.agent = k;
+        self.filter = Filter::default();
+        self.search = SearchState {
+            generation: self.search.generation + 1,
+            ..SearchState::default()
+        };
+        self.rebuild_rows();
+        self.focus = self.current_line();
+        self.select(0);
+        let meta = s.agents[k].meta.clone().unwrap_or_default();
+        self.status = Some(format!(
+            "subagent {} — Esc goes back",
+            crate::text::sanitize_line(&meta.agent_id, 30)
+        ));
+    }
+
+    fn leave_subagent(&mut self) {
+        self.agent = 0;
+        self.filter = Filter::default();
+        self.search = SearchState {
+            generation: self.search.generation + 1,
+            ..SearchState::default()
+        };
+        self.rebuild_rows();
+        match self.back.take() {
+            Some(a) => self.restore(&a),
+            None => self.select(0),
+        }
+        self.status = Some("main agent".into());
+    }
+
+    /// Loads what the next draw shows: previews of the visible rows and the
+    /// selected record's body. The only disk access of the UI thread.
+    pub fn prepare(&mut self) {
+        let Some(s) = self.session.clone() else {
+            return;
+        };
+        let h = self.graph_height();
+        for pos in self.scroll..(self.scroll + h).min(self.rows.len()) {
+            if let Some(r) = self
+                .rows
+                .row_at(pos)
+                .and_then(|row| self.rows.record_of(row))
+            {
+                self.cache.preview(&s, r);
+            }
+        }
+        if let Some(r) = self.selected() {
+            self.cache.body(&s, r);
+        }
+    }
+}
+
+fn is_key(a: &Action) -> bool {
+    !matches!(
+        a,
+        Action::Resize(_)
+            | Action::Snapshot(_)
+            | Action::Deleted
+            | Action::LiveError(_)
+            | Action::SearchHits { .. }
+            | Action::SearchProgress { .. }
+            | Action::SearchDone { .. }
+    )
+}
+
+fn offset(base: usize, d: isize) -> usize {
+    if d < 0 {
+        base.saturating_sub(d.unsigned_abs())
+    } else {
+        base.saturating_add(d as usize)
+    }
+}

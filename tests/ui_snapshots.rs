@@ -1,0 +1,225 @@
+//! Snapshot tests of the main screens on the fixtures, drawn with ratatui's
+//! TestBackend at 80×24 and 120×40 (colours off, as with NO_COLOR). Also
+//! checks that untrusted text never reaches the terminal raw and that wide
+//! characters keep columns aligned.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Size;
+use ratatui::Terminal;
+use worldline::session::SessionSummary;
+use worldline::ui::app::{Action, App, Effect};
+use worldline::ui::keys::{self, Mode};
+use worldline::ui::theme::Theme;
+use worldline::ui::{search, view};
+use worldline::worldline::Session;
+
+fn fixture_dir(name: &str) -> std::path::PathBuf {
+    let root = Path::new("fixtures/kimi-cli").join(name).join("sessions");
+    let work = std::fs::read_dir(root)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::read_dir(work)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
+fn app_on_dir(dir: &Path, w: u16, h: u16) -> App {
+    let mut app = App::new(Theme { color: false }, false, Size::new(w, h));
+    app.update(Action::Snapshot(Arc::new(Session::load(dir).unwrap())));
+    app
+}
+
+fn app_on(name: &str, w: u16, h: u16) -> App {
+    app_on_dir(&fixture_dir(name), w, h)
+}
+
+fn press(app: &mut App, typed: &str) -> Effect {
+    let mut last = Effect::None;
+    for c in typed.chars() {
+        last = code(app, KeyCode::Char(c));
+    }
+    last
+}
+
+fn code(app: &mut App, c: KeyCode) -> Effect {
+    let mode = if app.search.input.is_some() {
+        Mode::SearchInput
+    } else {
+        Mode::Normal
+    };
+    match keys::key(mode, &KeyEvent::new(c, KeyModifiers::NONE)) {
+        Some(a) => app.update(a),
+        None => Effect::None,
+    }
+}
+
+fn render(app: &mut App) -> String {
+    app.prepare();
+    let mut term = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    term.draw(|f| view::draw(f, app)).unwrap();
+    term.backend().to_string()
+}
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
+
+#[test]
+fn graph() {
+    for (w, h) in SIZES {
+        let mut app = app_on("dmail_twice", w, h);
+        insta::assert_snapshot!(format!("graph_{w}x{h}"), render(&mut app));
+        // The middle of the story: the first D-Mail and the branch it made.
+        press(&mut app, "]]");
+        insta::assert_snapshot!(format!("graph_dmail_{w}x{h}"), render(&mut app));
+    }
+}
+
+#[test]
+fn detail() {
+    for (w, h) in SIZES {
+        let mut app = app_on("dmail_twice", w, h);
+        press(&mut app, "]]]");
+        code(&mut app, KeyCode::Enter);
+        insta::assert_snapshot!(format!("detail_injection_{w}x{h}"), render(&mut app));
+    }
+    let mut app = app_on("thinking_tools", 120, 40);
+    press(&mut app, "G");
+    for _ in 0..30 {
+        let r = app.selected().unwrap();
+        let meta = app.session.as_ref().unwrap().record(r).unwrap().clone();
+        if !meta.tool_calls.is_empty() {
+            break;
+        }
+        press(&mut app, "k");
+    }
+    insta::assert_snapshot!("detail_tool_call_120x40", render(&mut app));
+}
+
+#[test]
+fn help() {
+    for (w, h) in SIZES {
+        let mut app = app_on("dmail_twice", w, h);
+        press(&mut app, "?");
+        insta::assert_snapshot!(format!("help_{w}x{h}"), render(&mut app));
+    }
+}
+
+#[test]
+fn picker() {
+    let rows: Vec<SessionSummary> = ["dmail_twice", "subagent", "with_compact"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut s = worldline::session::summarize(&fixture_dir(n), &Default::default());
+            // File mtimes depend on the checkout; fix them.
+            s.modified = 1_796_068_975 - i as u64 * 3600;
+            s
+        })
+        .collect();
+    for (w, h) in SIZES {
+        let mut app =
+            App::new(Theme { color: false }, false, Size::new(w, h)).with_picker(rows.clone());
+        press(&mut app, "j");
+        insta::assert_snapshot!(format!("picker_{w}x{h}"), render(&mut app));
+    }
+}
+
+#[test]
+fn search() {
+    for (w, h) in SIZES {
+        let mut app = app_on("dmail_twice", w, h);
+        press(&mut app, "/Fold");
+        insta::assert_snapshot!(format!("search_prompt_{w}x{h}"), render(&mut app));
+        let Effect::Search(req) = code(&mut app, KeyCode::Enter) else {
+            panic!("Enter searches");
+        };
+        let got = Mutex::new(Vec::new());
+        search::scan(&req, &AtomicBool::new(false), &|a| {
+            got.lock().unwrap().push(a);
+            true
+        });
+        for a in got.into_inner().unwrap() {
+            app.update(a);
+        }
+        press(&mut app, "n");
+        insta::assert_snapshot!(format!("search_hits_{w}x{h}"), render(&mut app));
+    }
+}
+
+#[test]
+fn subagent() {
+    for (w, h) in SIZES {
+        let mut app = app_on("subagent", w, h);
+        press(&mut app, "s");
+        insta::assert_snapshot!(format!("subagent_list_{w}x{h}"), render(&mut app));
+        code(&mut app, KeyCode::Enter);
+        insta::assert_snapshot!(format!("subagent_{w}x{h}"), render(&mut app));
+    }
+}
+
+#[test]
+fn collapsed_and_filtered() {
+    let mut app = app_on("dmail_twice", 80, 24);
+    press(&mut app, "c");
+    insta::assert_snapshot!("collapsed_80x24", render(&mut app));
+}
+
+/// A session whose text tries escape sequences and mixes wide characters.
+fn hostile_session() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("hostile-session");
+    std::fs::create_dir(&dir).unwrap();
+    let lines = [
+        r#"{"role": "_system_prompt", "content": "sys"}"#,
+        r#"{"role": "_checkpoint", "id": 0}"#,
+        r#"{"role":"user","content":"red \u001b[31mALERT\u001b[0m \u001b]0;pwned\u0007 \u001b[2J gone"}"#,
+        r#"{"role":"assistant","content":"世界 こんにちは 👋🏽 e\u0301","tool_calls":[{"type":"function","id":"t1","function":{"name":"ReadFile","arguments":"{\"path\": \"a\"}"}}]}"#,
+        r#"{"role":"assistant","content":"plain ascii","tool_calls":[{"type":"function","id":"t2","function":{"name":"ReadFile","arguments":"{}"}}]}"#,
+    ];
+    std::fs::write(dir.join("context.jsonl"), lines.join("\n") + "\n").unwrap();
+    tmp
+}
+
+#[test]
+fn escapes_are_shown_not_executed_and_wide_text_aligns() {
+    let tmp = hostile_session();
+    let mut app = app_on_dir(&tmp.path().join("hostile-session"), 80, 24);
+    // The temp dir's name changes every run; the header shows this instead.
+    app.work_dir = Some("~/hostile".into());
+    press(&mut app, "jj");
+    app.prepare();
+    let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    term.draw(|f| view::draw(f, &app)).unwrap();
+    let buf = term.backend().buffer().clone();
+    let mut all = String::new();
+    for cell in buf.content() {
+        all.push_str(cell.symbol());
+    }
+    assert!(!all.contains('\u{1b}'), "no raw ESC in any cell");
+    assert!(!all.contains('\u{7}'));
+    assert!(all.contains("␛[31mALERT"), "escapes show visibly");
+    // Both ReadFile rows end their tool name in the same column.
+    let ends: Vec<u16> = (0..24)
+        .filter_map(|y| {
+            let row: String = (0..80).map(|x| buf[(x, y)].symbol().to_string()).collect();
+            if row.contains("asst") {
+                (0..80u16).rev().find(|&x| buf[(x, y)].symbol() == "e")
+            } else {
+                None
+            }
+        })
+        .collect();
+    assert_eq!(ends.len(), 2, "two assistant rows");
+    assert_eq!(ends[0], ends[1], "wide characters keep columns aligned");
+    insta::assert_snapshot!("hostile_80x24", term.backend().to_string());
+}
