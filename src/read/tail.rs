@@ -20,7 +20,7 @@ pub type FileId = (u64, u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TailChange {
     Unchanged,
-    /// New complete records (lines, for other sinks) were added at the end.
+    /// New complete records or warnings (lines, for other sinks) were added.
     Appended(usize),
     /// The file was truncated or replaced; the index was rebuilt from scratch.
     Reset,
@@ -40,8 +40,11 @@ pub trait Sink {
 }
 
 impl Sink for Indexer {
+    /// Counts warnings too: a malformed line is news to show.
     fn push(&mut self, chunk: &[u8]) -> usize {
-        Indexer::push(self, chunk)
+        let warnings = self.index().warnings.len();
+        let records = Indexer::push(self, chunk);
+        records + self.index().warnings.len() - warnings
     }
 
     fn reset(&mut self) {
