@@ -104,9 +104,13 @@ struct AgentState {
     wire_exists: bool,
     /// `Some` for subagents.
     meta: Option<(Option<Stamp>, SubagentMeta)>,
-    /// When `context.jsonl` was last seen renamed away, or (after that) last
-    /// grew: the start of the grace period of an unfinished rotation.
-    rotation_activity: Option<Instant>,
+    /// When `context.jsonl` last appeared, grew, was reset, was renamed
+    /// away or went missing: the start of the grace period of an unfinished
+    /// rotation. Tracked however the rotation was observed (a rename seen,
+    /// or only its outcome), so a race in observing it cannot cause flicker.
+    current_activity: Option<Instant>,
+    /// `context.jsonl` was absent at the last listing.
+    current_missing: bool,
 }
 
 impl AgentState {
@@ -124,7 +128,8 @@ impl AgentState {
             files: Vec::new(),
             prefix,
             dir,
-            rotation_activity: None,
+            current_activity: None,
+            current_missing: false,
         }
     }
 
@@ -184,7 +189,7 @@ impl AgentState {
             ct.by_id = true;
             if listing[k].name != ct.name {
                 if ct.rotation.is_none() {
-                    self.rotation_activity = Some(now);
+                    self.current_activity = Some(now);
                 }
                 ct.name = listing[k].name.clone();
                 ct.rotation = listing[k].rotation;
@@ -221,17 +226,18 @@ impl AgentState {
                     tail: Tail::new(self.dir.join(&e.name), format!("{}{}", self.prefix, e.name)),
                     by_id: false,
                 });
+                if e.rotation.is_none() {
+                    self.current_activity = Some(now);
+                }
                 changed = true;
             }
         }
         self.files.sort_by_key(|f| f.rotation.unwrap_or(u64::MAX));
-        if !self.files.iter().any(|f| f.rotation.is_none())
-            && !self.files.is_empty()
-            && self.rotation_activity.is_none()
-        {
-            // Started in the middle of a rotation.
-            self.rotation_activity = Some(now);
+        let missing = !self.files.iter().any(|f| f.rotation.is_none());
+        if missing && !self.current_missing {
+            self.current_activity = Some(now);
         }
+        self.current_missing = missing;
         changed
     }
 
@@ -250,8 +256,8 @@ impl AgentState {
                 Ok(TailChange::Replaced) => return None,
                 Ok(TailChange::Appended(_)) | Ok(TailChange::Reset) => {
                     changed = true;
-                    if ct.rotation.is_none() && self.rotation_activity.is_some() {
-                        self.rotation_activity = Some(now);
+                    if ct.rotation.is_none() {
+                        self.current_activity = Some(now);
                     }
                 }
                 Err(e) => errors.push(e.to_string()),
@@ -290,7 +296,7 @@ impl AgentState {
     /// holds nothing but a copy of the old file's start. Shown anyway once
     /// it stopped changing for `ROTATION_GRACE`.
     fn settling_until(&self, now: Instant) -> Option<Instant> {
-        let until = self.rotation_activity? + ROTATION_GRACE;
+        let until = self.current_activity? + ROTATION_GRACE;
         if now >= until {
             return None;
         }
@@ -304,7 +310,7 @@ impl AgentState {
             (None, Some(_)) => true,
             (Some(cur), Some(pred)) => {
                 let (c, p) = (&cur.tail.index().records, &pred.tail.index().records);
-                shared_prefix(p, c) == c.len()
+                c.len() <= p.len() && shared_prefix(p, c) == c.len()
             }
             _ => false,
         };
@@ -397,7 +403,8 @@ impl SessionState {
             match sub.refresh(now, errors) {
                 Ok(c) => changed |= c,
                 // Removed while we looked: the next listing drops it.
-                Err(_) => changed = true,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => changed = true,
+                Err(e) => errors.push(format!("{}: {e}", sub.dir.display())),
             }
         }
         self.dirs = dirs;
@@ -447,5 +454,97 @@ impl SessionState {
             main,
             subs.into_iter().map(|(_, f)| f).collect(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn append(path: &Path, text: &str) {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+
+    const START: &str = "{\"role\": \"_system_prompt\", \"content\": \"s\"}\n{\"role\": \"_checkpoint\", \"id\": 0}\n{\"role\":\"user\",\"content\":\"a\"}\n{\"role\": \"_checkpoint\", \"id\": 1}\n{\"role\":\"user\",\"content\":\"b\"}\n";
+
+    #[test]
+    fn a_rotation_moves_the_tail_and_is_held_until_it_diverges() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let (cur, old) = (dir.join("context.jsonl"), dir.join("context_1.jsonl"));
+        append(&cur, START);
+        let mut st = SessionState::new(dir);
+        let mut errs = Vec::new();
+        let t = Instant::now();
+        assert!(st.refresh(t, &mut errs).changed);
+        let id = st.main.files[0].tail.file_id();
+        // Placeholder: not a world line.
+        std::fs::File::create(&old).unwrap();
+        st.refresh(t, &mut errs);
+        assert_eq!(st.settling_until(t), None);
+        assert_eq!(st.snapshot().unwrap().main().lines.len(), 1);
+        // Renamed: the tail follows the inode, keeps its records; held.
+        std::fs::rename(&cur, &old).unwrap();
+        st.refresh(t, &mut errs);
+        assert_eq!(st.main.files.len(), 1);
+        assert_eq!(st.main.files[0].name, "context_1.jsonl");
+        assert_eq!(st.main.files[0].tail.file_id(), id);
+        assert_eq!(st.main.files[0].tail.index().records.len(), 5);
+        assert!(st.settling_until(t).is_some());
+        // The prefix copy, up to and including checkpoint 1: still held.
+        let prefix: Vec<&str> = START.lines().take(4).collect();
+        append(&cur, &(prefix.join("\n") + "\n"));
+        st.refresh(t, &mut errs);
+        assert!(st.settling_until(t).is_some());
+        // ...and shown as it is once the grace period passed.
+        assert_eq!(st.settling_until(t + ROTATION_GRACE), None);
+        // The first own record: one new world line, forked at checkpoint 1.
+        append(&cur, "{\"role\":\"user\",\"content\":\"c\"}\n");
+        st.refresh(t, &mut errs);
+        assert_eq!(st.settling_until(t), None);
+        let s = st.snapshot().unwrap();
+        let lines = &s.main().lines;
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[1].shared, 4);
+        assert_eq!(lines[1].file, "context.jsonl");
+        assert!(errs.is_empty(), "{errs:?}");
+    }
+
+    #[test]
+    fn a_rotation_seen_only_by_its_outcome_is_held_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let (cur, old) = (dir.join("context.jsonl"), dir.join("context_1.jsonl"));
+        append(&cur, START);
+        let mut st = SessionState::new(dir);
+        let mut errs = Vec::new();
+        let t = Instant::now();
+        st.refresh(t, &mut errs);
+        // The listing sees the placeholder; the rename and the new file
+        // happen before the files are read.
+        std::fs::File::create(&old).unwrap();
+        let listing = st.main.list().unwrap();
+        std::fs::rename(&cur, &old).unwrap();
+        let prefix: Vec<&str> = START.lines().take(4).collect();
+        append(&cur, &(prefix.join("\n") + "\n"));
+        st.main.reconcile(&listing, t);
+        let _ = st.main.read_all(t, &mut errs);
+        st.refresh(t, &mut errs);
+        let names: Vec<(&str, usize)> = st
+            .main
+            .files
+            .iter()
+            .map(|f| (f.name.as_str(), f.tail.index().records.len()))
+            .collect();
+        assert_eq!(names, [("context_1.jsonl", 5), ("context.jsonl", 4)]);
+        assert!(st.settling_until(t).is_some());
+        assert!(errs.is_empty(), "{errs:?}");
     }
 }
