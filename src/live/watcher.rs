@@ -1,7 +1,9 @@
 //! Wake-ups for the follower. Native: a non-recursive `notify` watch on the
 //! session directory, `subagents/` and each subagent directory (directories,
 //! not files, so renames and new files are seen too). Any event only says
-//! "look again"; the follower finds out what changed. Polling: a timer.
+//! "look again"; the follower finds out what changed. Polling: a timer,
+//! because the follower's refresh already is a poll (a listing and one stat
+//! per file); `notify::PollWatcher` would only walk the same files twice.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
