@@ -1,20 +1,32 @@
-//! Following a live session. This first version polls file sizes and
-//! mtimes and rebuilds the whole session when anything changed; the UI and
-//! `watch` only see the API below, so the reader behind it can improve.
+//! Following a live session. A reader thread wakes on file notifications
+//! (or a poll timer), coalesces bursts, reads only new bytes of each file,
+//! and sends a rebuilt `Session` when what it shows changed. A rotation in
+//! progress is held back until it is complete, so a D-Mail revert shows up
+//! as one new world line, never as a half-copied one.
 
-use std::path::{Path, PathBuf};
+mod state;
+pub mod watch;
+mod watcher;
+
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant};
+
+pub use state::ROTATION_GRACE;
+pub use watch::{events_between, watch_command};
 
 use crate::worldline::Session;
+use state::SessionState;
+use watcher::{Wake, Watcher};
 
 #[derive(Debug, Clone)]
 pub struct LiveOptions {
     /// Poll instead of native notifications.
     pub poll: bool,
+    /// How often to look when polling.
     pub poll_interval: Duration,
 }
 
@@ -31,7 +43,7 @@ impl Default for LiveOptions {
 #[derive(Debug, Clone)]
 pub enum LiveEvent {
     /// The session as it is now, rebuilt after a change (the first event is
-    /// the initial state).
+    /// the initial state, sent once the directory holds a context file).
     Snapshot(Arc<Session>),
     /// The session directory is gone; keep showing the last snapshot.
     Deleted,
@@ -42,89 +54,174 @@ pub enum LiveEvent {
 /// Stops the follower thread when dropped.
 pub struct LiveHandle {
     stop: Arc<AtomicBool>,
+    wake: Sender<Wake>,
+    polling: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+}
+
+impl LiveHandle {
+    /// True when following by polling (asked for, or native notifications
+    /// could not start).
+    pub fn is_polling(&self) -> bool {
+        self.polling.load(Ordering::Relaxed)
+    }
 }
 
 impl Drop for LiveHandle {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        let _ = self.wake.send(Wake::Stop);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
+/// Without native events, look this often anyway: notifications can be
+/// lost (queue overflow) and a lost one must not freeze the view.
+const SAFETY_TICK: Duration = Duration::from_secs(1);
+/// A burst of writes is read as one batch: wait for this much quiet…
+const QUIET: Duration = Duration::from_millis(2);
+/// …but never longer than this after the first event.
+const MAX_BATCH: Duration = Duration::from_millis(15);
+
 /// Starts following `dir`; events arrive on the returned receiver.
 pub fn spawn(dir: PathBuf, opts: LiveOptions) -> crate::Result<(Receiver<LiveEvent>, LiveHandle)> {
     let (tx, rx) = mpsc::channel();
+    let (wake_tx, wake_rx) = mpsc::channel();
     let stop = Arc::new(AtomicBool::new(false));
-    let stop2 = stop.clone();
+    let polling = Arc::new(AtomicBool::new(opts.poll));
+    let follower = Follower {
+        state: SessionState::new(&dir),
+        watcher: Watcher::start(opts.poll, &wake_tx),
+        opts,
+        tx,
+        wake: wake_rx,
+        stop: stop.clone(),
+        polling: polling.clone(),
+        last_errors: Vec::new(),
+    };
     let thread = std::thread::Builder::new()
         .name("worldline-live".into())
-        .spawn(move || follow(&dir, &opts, &tx, &stop2))
+        .spawn(move || follower.run())
         .map_err(|e| crate::Error::Other(format!("cannot start the live reader: {e}")))?;
     Ok((
         rx,
         LiveHandle {
             stop,
+            wake: wake_tx,
+            polling,
             thread: Some(thread),
         },
     ))
 }
 
-type Fingerprint = Vec<(PathBuf, u64, Option<SystemTime>)>;
+struct Follower {
+    state: SessionState,
+    watcher: Watcher,
+    opts: LiveOptions,
+    tx: Sender<LiveEvent>,
+    wake: Receiver<Wake>,
+    stop: Arc<AtomicBool>,
+    polling: Arc<AtomicBool>,
+    /// Errors of the previous batch, so a lasting problem is said once.
+    last_errors: Vec<String>,
+}
 
-fn fingerprint(dir: &Path) -> Option<Fingerprint> {
-    fn walk(dir: &Path, depth: usize, out: &mut Fingerprint) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let Ok(m) = e.metadata() else { continue };
-            if m.is_dir() && depth < 2 {
-                walk(&e.path(), depth + 1, out);
-            } else if m.is_file() {
-                out.push((e.path(), m.len(), m.modified().ok()));
+impl Follower {
+    fn run(mut self) {
+        let mut pending = true;
+        let mut deleted = false;
+        loop {
+            let deleted_now = self.read();
+            self.polling
+                .store(!self.watcher.is_native(), Ordering::Relaxed);
+            match deleted_now {
+                Some(true) if !deleted => {
+                    deleted = true;
+                    self.watcher.forget();
+                    if self.tx.send(LiveEvent::Deleted).is_err() {
+                        return;
+                    }
+                }
+                Some(true) => {}
+                Some(false) => {
+                    pending = true;
+                    deleted = false;
+                }
+                None => deleted = false,
+            }
+            let now = Instant::now();
+            let settle = self.state.settling_until(now);
+            if pending && !deleted && settle.is_none() {
+                if let Some(s) = self.state.snapshot() {
+                    pending = false;
+                    if self.tx.send(LiveEvent::Snapshot(Arc::new(s))).is_err() {
+                        return;
+                    }
+                }
+            }
+            let tick = if self.watcher.is_native() {
+                SAFETY_TICK
+            } else {
+                self.opts.poll_interval
+            };
+            let timeout = settle.map_or(tick, |t| t.saturating_duration_since(now).min(tick));
+            if !self.wait(timeout) {
+                return;
             }
         }
     }
-    if !dir.is_dir() {
-        return None;
-    }
-    let mut out = Vec::new();
-    walk(dir, 0, &mut out);
-    out.sort();
-    Some(out)
-}
 
-fn follow(dir: &Path, opts: &LiveOptions, tx: &Sender<LiveEvent>, stop: &AtomicBool) {
-    let mut last: Option<Fingerprint> = None;
-    let mut deleted = false;
-    while !stop.load(Ordering::Relaxed) {
-        match fingerprint(dir) {
-            None if !deleted => {
-                deleted = true;
-                if tx.send(LiveEvent::Deleted).is_err() {
-                    return;
-                }
+    /// One batch of reading. `Some(true)`: the session is gone;
+    /// `Some(false)`: something changed; `None`: nothing did.
+    fn read(&mut self) -> Option<bool> {
+        let mut changed = false;
+        // New watches may miss files made before them: read again after.
+        for _ in 0..8 {
+            let mut errors = Vec::new();
+            let r = self.state.refresh(Instant::now(), &mut errors);
+            self.report(errors);
+            if r.deleted {
+                return Some(true);
             }
-            Some(fp) if last.as_ref() != Some(&fp) => {
-                deleted = false;
-                let event = match Session::load(dir) {
-                    Ok(s) => LiveEvent::Snapshot(Arc::new(s)),
-                    Err(e) => LiveEvent::Error(e.to_string()),
-                };
-                last = Some(fp);
-                if tx.send(event).is_err() {
-                    return;
-                }
+            changed |= r.changed;
+            if !self.watcher.sync(self.state.dirs()) {
+                break;
             }
-            _ => {}
         }
-        std::thread::sleep(opts.poll_interval);
+        changed.then_some(false)
     }
-}
 
-pub fn watch_command(_args: &crate::cli::WatchArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`worldline watch` is not built yet")
+    fn report(&mut self, errors: Vec<String>) {
+        for e in &errors {
+            if !self.last_errors.contains(e) {
+                let _ = self.tx.send(LiveEvent::Error(e.clone()));
+            }
+        }
+        self.last_errors = errors;
+    }
+
+    /// Sleeps until a notification (then lets the burst finish) or the
+    /// timeout. False when it is time to stop.
+    fn wait(&self, timeout: Duration) -> bool {
+        match self.wake.recv_timeout(timeout) {
+            Ok(Wake::Fs) => {}
+            Err(RecvTimeoutError::Timeout) => return !self.stop.load(Ordering::Relaxed),
+            Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return false,
+        }
+        let first = Instant::now();
+        loop {
+            let left = MAX_BATCH.saturating_sub(first.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            match self.wake.recv_timeout(QUIET.min(left)) {
+                Ok(Wake::Fs) => {}
+                Err(RecvTimeoutError::Timeout) => break,
+                Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return false,
+            }
+        }
+        !self.stop.load(Ordering::Relaxed)
+    }
 }

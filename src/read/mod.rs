@@ -13,7 +13,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 pub use hash::canonical_hash;
-pub use tail::{Tail, TailChange};
+pub use tail::{FileId, Follow, Sink, Tail, TailChange};
 
 use crate::error::{Error, Result};
 use crate::model::{Body, RecordMeta, Warning};

@@ -51,15 +51,20 @@ impl WireLog {
     pub fn parse(bytes: &[u8]) -> WireLog {
         let mut log = WireLog::default();
         for line in bytes.split(|&b| b == b'\n') {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let Ok(v) = lenient::parse_value(line) else {
-                continue;
-            };
-            log.add(&v);
+            log.push_line(line);
         }
         log
+    }
+
+    /// Adds one line (without its line end); the live tail feeds lines as
+    /// they complete. Blank and broken lines are skipped.
+    pub fn push_line(&mut self, line: &[u8]) {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        if let Ok(v) = lenient::parse_value(line) {
+            self.add(&v);
+        }
     }
 
     fn add(&mut self, v: &Value) {

@@ -1,0 +1,550 @@
+//! What the follower keeps between batches: one `Tail` per context file,
+//! a wire tail and meta per agent. A refresh lists the directories (cheap),
+//! matches files to tails by inode so a rotation moves a tail instead of
+//! re-reading it, and reads only new bytes.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::read::{FileId, Follow, Sink, Tail, TailChange};
+use crate::worldline::family::shared_prefix;
+use crate::worldline::{AgentFiles, Session, SubagentMeta, WireLog};
+
+/// How long a rotation may look unfinished (the new `context.jsonl`
+/// missing, or still a copy of the old one's start) before it is shown as
+/// it is. `/clear` leaves an empty file until the next turn.
+pub const ROTATION_GRACE: Duration = Duration::from_millis(300);
+
+const CURRENT: &str = "context.jsonl";
+
+/// Size, mtime and inode: enough to tell that a small file changed.
+type Stamp = (u64, Option<SystemTime>, u64);
+
+fn stamp(path: &Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok(), m.ino()))
+}
+
+/// `None` for `context.jsonl`, `Some(N)` for `context_N.jsonl`.
+fn rotation_number(name: &str) -> Option<Option<u64>> {
+    if name == CURRENT {
+        return Some(None);
+    }
+    let n = name.strip_prefix("context_")?.strip_suffix(".jsonl")?;
+    n.parse::<u64>().ok().map(Some)
+}
+
+/// Feeds complete wire lines to a `WireLog`.
+#[derive(Debug, Clone, Default)]
+struct WireSink {
+    log: WireLog,
+    pending: Vec<u8>,
+}
+
+impl Sink for WireSink {
+    fn push(&mut self, chunk: &[u8]) -> usize {
+        let mut n = 0;
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', chunk) {
+            if self.pending.is_empty() {
+                self.log.push_line(&chunk[start..nl]);
+            } else {
+                self.pending.extend_from_slice(&chunk[start..nl]);
+                let line = std::mem::take(&mut self.pending);
+                self.log.push_line(&line);
+            }
+            n += 1;
+            start = nl + 1;
+        }
+        self.pending.extend_from_slice(&chunk[start..]);
+        n
+    }
+
+    fn reset(&mut self) {
+        *self = WireSink::default();
+    }
+}
+
+#[derive(Debug)]
+struct ContextTail {
+    /// Base name in the agent's directory.
+    name: String,
+    rotation: Option<u64>,
+    tail: Tail,
+    /// Found by inode on the last listing: a different file under its name
+    /// is a rename in progress, not a replacement.
+    by_id: bool,
+}
+
+/// One listed context file.
+struct Entry {
+    name: String,
+    rotation: Option<u64>,
+    id: FileId,
+}
+
+/// What a refresh found, for the follower loop.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Refresh {
+    /// Something a snapshot shows changed.
+    pub changed: bool,
+    /// The session directory is gone.
+    pub deleted: bool,
+}
+
+#[derive(Debug)]
+struct AgentState {
+    dir: PathBuf,
+    /// `""` for the main agent, `subagents/<id>/` otherwise.
+    prefix: String,
+    files: Vec<ContextTail>,
+    wire: Follow<WireSink>,
+    wire_exists: bool,
+    /// `Some` for subagents.
+    meta: Option<(Option<Stamp>, SubagentMeta)>,
+    /// When `context.jsonl` last appeared, grew, was reset, was renamed
+    /// away or went missing: the start of the grace period of an unfinished
+    /// rotation. Tracked however the rotation was observed (a rename seen,
+    /// or only its outcome), so a race in observing it cannot cause flicker.
+    current_activity: Option<Instant>,
+    /// `context.jsonl` was absent at the last listing.
+    current_missing: bool,
+}
+
+impl AgentState {
+    fn new(session_dir: &Path, dir: PathBuf, sub: bool) -> AgentState {
+        let prefix = dir
+            .strip_prefix(session_dir)
+            .ok()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| format!("{}/", p.display()))
+            .unwrap_or_default();
+        AgentState {
+            wire: Follow::with_sink(dir.join("wire.jsonl"), WireSink::default()),
+            wire_exists: false,
+            meta: sub.then(|| (None, SubagentMeta::read(&dir))),
+            files: Vec::new(),
+            prefix,
+            dir,
+            current_activity: None,
+            current_missing: false,
+        }
+    }
+
+    fn list(&self) -> std::io::Result<Vec<Entry>> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(&self.dir)?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(rotation) = rotation_number(&name) else {
+                continue;
+            };
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_file() {
+                out.push(Entry {
+                    name,
+                    rotation,
+                    id: (m.dev(), m.ino()),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Lists, matches and reads. `Err` only when the directory is unreadable.
+    fn refresh(&mut self, now: Instant, errors: &mut Vec<String>) -> std::io::Result<bool> {
+        let mut changed = false;
+        // A rename racing the read shows up as `Replaced`: list again.
+        for _attempt in 0..4 {
+            let listing = self.list()?;
+            changed |= self.reconcile(&listing, now);
+            match self.read_all(now, errors) {
+                Some(c) => {
+                    changed |= c;
+                    break;
+                }
+                None => changed = true,
+            }
+        }
+        changed |= self.refresh_side_files(errors);
+        Ok(changed)
+    }
+
+    /// Matches listed files to tails: by inode first (a rename keeps the
+    /// tail and its records), then by name (a replaced file is re-read).
+    fn reconcile(&mut self, listing: &[Entry], now: Instant) -> bool {
+        let mut changed = false;
+        let mut claimed = vec![false; listing.len()];
+        let mut matched = vec![false; self.files.len()];
+        for (t, ct) in self.files.iter_mut().enumerate() {
+            let Some(id) = ct.tail.file_id() else {
+                continue;
+            };
+            let Some(k) = (0..listing.len()).find(|&k| !claimed[k] && listing[k].id == id) else {
+                continue;
+            };
+            claimed[k] = true;
+            matched[t] = true;
+            ct.by_id = true;
+            if listing[k].name != ct.name {
+                if ct.rotation.is_none() {
+                    self.current_activity = Some(now);
+                }
+                ct.name = listing[k].name.clone();
+                ct.rotation = listing[k].rotation;
+                ct.tail.rename(
+                    self.dir.join(&ct.name),
+                    format!("{}{}", self.prefix, ct.name),
+                );
+                changed = true;
+            }
+        }
+        for (t, ct) in self.files.iter_mut().enumerate() {
+            if matched[t] {
+                continue;
+            }
+            ct.by_id = false;
+            if let Some(k) = (0..listing.len()).find(|&k| !claimed[k] && listing[k].name == ct.name)
+            {
+                claimed[k] = true;
+                matched[t] = true;
+            }
+        }
+        let before = self.files.len();
+        let mut t = 0;
+        self.files.retain(|_| {
+            t += 1;
+            matched[t - 1]
+        });
+        changed |= self.files.len() != before;
+        for (k, e) in listing.iter().enumerate() {
+            if !claimed[k] {
+                self.files.push(ContextTail {
+                    name: e.name.clone(),
+                    rotation: e.rotation,
+                    tail: Tail::new(self.dir.join(&e.name), format!("{}{}", self.prefix, e.name)),
+                    by_id: false,
+                });
+                if e.rotation.is_none() {
+                    self.current_activity = Some(now);
+                }
+                changed = true;
+            }
+        }
+        self.files.sort_by_key(|f| f.rotation.unwrap_or(u64::MAX));
+        let missing = !self.files.iter().any(|f| f.rotation.is_none());
+        if missing && !self.current_missing {
+            self.current_activity = Some(now);
+        }
+        self.current_missing = missing;
+        changed
+    }
+
+    /// Reads new bytes of every file. `None`: a file was replaced under its
+    /// name while we looked, list again.
+    fn read_all(&mut self, now: Instant, errors: &mut Vec<String>) -> Option<bool> {
+        let mut changed = false;
+        for ct in &mut self.files {
+            let res = if ct.by_id {
+                ct.tail.poll_same_file()
+            } else {
+                ct.tail.poll()
+            };
+            match res {
+                Ok(TailChange::Unchanged) | Ok(TailChange::Missing) => {}
+                Ok(TailChange::Replaced) => return None,
+                Ok(TailChange::Appended(_)) | Ok(TailChange::Reset) => {
+                    changed = true;
+                    if ct.rotation.is_none() {
+                        self.current_activity = Some(now);
+                    }
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        Some(changed)
+    }
+
+    fn refresh_side_files(&mut self, errors: &mut Vec<String>) -> bool {
+        let mut changed = false;
+        let wire_path = self.dir.join("wire.jsonl");
+        let exists = wire_path.is_file();
+        if exists != self.wire_exists {
+            self.wire_exists = exists;
+            changed = true;
+        }
+        if exists {
+            match self.wire.poll() {
+                Ok(TailChange::Appended(_)) | Ok(TailChange::Reset) => changed = true,
+                Ok(_) => {}
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        if let Some((old, meta)) = &mut self.meta {
+            let now = stamp(&self.dir.join("meta.json"));
+            if now != *old {
+                *old = now;
+                *meta = SubagentMeta::read(&self.dir);
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// A rotation still under way: the new `context.jsonl` is missing, or
+    /// holds nothing but a copy of the old file's start. Shown anyway once
+    /// it stopped changing for `ROTATION_GRACE`.
+    fn settling_until(&self, now: Instant) -> Option<Instant> {
+        let until = self.current_activity? + ROTATION_GRACE;
+        if now >= until {
+            return None;
+        }
+        let current = self.files.iter().find(|f| f.rotation.is_none());
+        let predecessor = self
+            .files
+            .iter()
+            .rev()
+            .find(|f| f.rotation.is_some() && f.tail.read_to() > 0);
+        let unfinished = match (current, predecessor) {
+            (None, Some(_)) => true,
+            (Some(cur), Some(pred)) => {
+                let (c, p) = (&cur.tail.index().records, &pred.tail.index().records);
+                c.len() <= p.len() && shared_prefix(p, c) == c.len()
+            }
+            _ => false,
+        };
+        unfinished.then_some(until)
+    }
+
+    fn agent_files(&self) -> AgentFiles {
+        let has_current = self.files.iter().any(|f| f.rotation.is_none());
+        let n = self.files.len();
+        let files = self
+            .files
+            .iter()
+            .enumerate()
+            // The empty placeholder that reserves the next rotated name is
+            // about to become the old world line, not a new one.
+            .filter(|(i, f)| !(has_current && n >= 2 && *i == n - 2 && f.tail.read_to() == 0))
+            .map(|(_, f)| f.tail.index().clone())
+            .collect();
+        AgentFiles {
+            dir: self.dir.clone(),
+            files,
+            wire: self.wire_exists.then(|| self.wire.sink().log.clone()),
+            meta: self.meta.as_ref().map(|(_, m)| m.clone()),
+        }
+    }
+}
+
+/// The whole session as followed so far.
+#[derive(Debug)]
+pub struct SessionState {
+    dir: PathBuf,
+    main: AgentState,
+    subs: BTreeMap<PathBuf, AgentState>,
+    title: Option<Stamp>,
+    /// Directories a native watcher should cover.
+    dirs: Vec<PathBuf>,
+}
+
+impl SessionState {
+    pub fn new(dir: &Path) -> SessionState {
+        SessionState {
+            main: AgentState::new(dir, dir.to_path_buf(), false),
+            subs: BTreeMap::new(),
+            title: None,
+            dirs: vec![dir.to_path_buf()],
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// The session directory, `subagents/` and each subagent directory, as
+    /// far as they exist.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    pub fn refresh(&mut self, now: Instant, errors: &mut Vec<String>) -> Refresh {
+        let mut changed = match self.main.refresh(now, errors) {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || !self.dir.is_dir() => {
+                return Refresh {
+                    changed: false,
+                    deleted: true,
+                }
+            }
+            Err(e) => {
+                errors.push(format!("{}: {e}", self.dir.display()));
+                false
+            }
+        };
+        let subagents = self.dir.join("subagents");
+        let mut dirs = vec![self.dir.clone()];
+        let mut present: Vec<PathBuf> = Vec::new();
+        if let Ok(entries) = std::fs::read_dir(&subagents) {
+            dirs.push(subagents.clone());
+            present = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect();
+        }
+        let before = self.subs.len();
+        self.subs.retain(|d, _| present.contains(d));
+        changed |= before != self.subs.len();
+        for d in present {
+            dirs.push(d.clone());
+            let sub = self
+                .subs
+                .entry(d.clone())
+                .or_insert_with(|| AgentState::new(&self.dir, d, true));
+            match sub.refresh(now, errors) {
+                Ok(c) => changed |= c,
+                // Removed while we looked: the next listing drops it.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => changed = true,
+                Err(e) => errors.push(format!("{}: {e}", sub.dir.display())),
+            }
+        }
+        self.dirs = dirs;
+        let title = stamp(&self.dir.join("state.json"));
+        if title != self.title {
+            self.title = title;
+            changed = true;
+        }
+        Refresh {
+            changed,
+            deleted: false,
+        }
+    }
+
+    /// `Some(t)`: an agent is mid-rotation; don't show it before `t`.
+    pub fn settling_until(&self, now: Instant) -> Option<Instant> {
+        std::iter::once(&self.main)
+            .chain(self.subs.values())
+            .filter_map(|a| a.settling_until(now))
+            .max()
+    }
+
+    /// Rebuilds the session from what was read; `None` while the main agent
+    /// has no context file yet.
+    pub fn snapshot(&self) -> Option<Session> {
+        let main = self.main.agent_files();
+        if main.files.is_empty() {
+            return None;
+        }
+        let mut subs: Vec<(f64, AgentFiles)> = self
+            .subs
+            .values()
+            .map(|a| {
+                let files = a.agent_files();
+                let created = files
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m.created_at)
+                    .unwrap_or(f64::MAX);
+                (created, files)
+            })
+            .collect();
+        // The order `Session::load` uses: creation time, then path.
+        subs.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.dir.cmp(&b.1.dir)));
+        Some(Session::from_parts(
+            &self.dir,
+            main,
+            subs.into_iter().map(|(_, f)| f).collect(),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn append(path: &Path, text: &str) {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    }
+
+    const START: &str = "{\"role\": \"_system_prompt\", \"content\": \"s\"}\n{\"role\": \"_checkpoint\", \"id\": 0}\n{\"role\":\"user\",\"content\":\"a\"}\n{\"role\": \"_checkpoint\", \"id\": 1}\n{\"role\":\"user\",\"content\":\"b\"}\n";
+
+    #[test]
+    fn a_rotation_moves_the_tail_and_is_held_until_it_diverges() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let (cur, old) = (dir.join("context.jsonl"), dir.join("context_1.jsonl"));
+        append(&cur, START);
+        let mut st = SessionState::new(dir);
+        let mut errs = Vec::new();
+        let t = Instant::now();
+        assert!(st.refresh(t, &mut errs).changed);
+        let id = st.main.files[0].tail.file_id();
+        // Placeholder: not a world line.
+        std::fs::File::create(&old).unwrap();
+        st.refresh(t, &mut errs);
+        assert_eq!(st.settling_until(t), None);
+        assert_eq!(st.snapshot().unwrap().main().lines.len(), 1);
+        // Renamed: the tail follows the inode, keeps its records; held.
+        std::fs::rename(&cur, &old).unwrap();
+        st.refresh(t, &mut errs);
+        assert_eq!(st.main.files.len(), 1);
+        assert_eq!(st.main.files[0].name, "context_1.jsonl");
+        assert_eq!(st.main.files[0].tail.file_id(), id);
+        assert_eq!(st.main.files[0].tail.index().records.len(), 5);
+        assert!(st.settling_until(t).is_some());
+        // The prefix copy, up to and including checkpoint 1: still held.
+        let prefix: Vec<&str> = START.lines().take(4).collect();
+        append(&cur, &(prefix.join("\n") + "\n"));
+        st.refresh(t, &mut errs);
+        assert!(st.settling_until(t).is_some());
+        // ...and shown as it is once the grace period passed.
+        assert_eq!(st.settling_until(t + ROTATION_GRACE), None);
+        // The first own record: one new world line, forked at checkpoint 1.
+        append(&cur, "{\"role\":\"user\",\"content\":\"c\"}\n");
+        st.refresh(t, &mut errs);
+        assert_eq!(st.settling_until(t), None);
+        let s = st.snapshot().unwrap();
+        let lines = &s.main().lines;
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[1].shared, 4);
+        assert_eq!(lines[1].file, "context.jsonl");
+        assert!(errs.is_empty(), "{errs:?}");
+    }
+
+    #[test]
+    fn a_rotation_seen_only_by_its_outcome_is_held_too() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let (cur, old) = (dir.join("context.jsonl"), dir.join("context_1.jsonl"));
+        append(&cur, START);
+        let mut st = SessionState::new(dir);
+        let mut errs = Vec::new();
+        let t = Instant::now();
+        st.refresh(t, &mut errs);
+        // The listing sees the placeholder; the rename and the new file
+        // happen before the files are read.
+        std::fs::File::create(&old).unwrap();
+        let listing = st.main.list().unwrap();
+        std::fs::rename(&cur, &old).unwrap();
+        let prefix: Vec<&str> = START.lines().take(4).collect();
+        append(&cur, &(prefix.join("\n") + "\n"));
+        st.main.reconcile(&listing, t);
+        let _ = st.main.read_all(t, &mut errs);
+        st.refresh(t, &mut errs);
+        let names: Vec<(&str, usize)> = st
+            .main
+            .files
+            .iter()
+            .map(|f| (f.name.as_str(), f.tail.index().records.len()))
+            .collect();
+        assert_eq!(names, [("context_1.jsonl", 5), ("context.jsonl", 4)]);
+        assert!(st.settling_until(t).is_some());
+        assert!(errs.is_empty(), "{errs:?}");
+    }
+}

@@ -1,0 +1,192 @@
+//! `worldline watch --json`: one JSON object per line, flushed, for scripts.
+//!
+//! First the current state: a `world_line` event per world line of every
+//! agent, a `subagent` event per subagent and a `warning` event per warning,
+//! but no `record` events (a session can hold millions of records; the
+//! `records` count of each world line says how many there are). Then the
+//! changes, as they happen:
+//! - `world_line`: a new world line, or one whose name, fork or `current`
+//!   flag changed (a rotation renames the old `context.jsonl`). The same
+//!   fields as a world line of `tree --format json`, plus `agent`.
+//! - `record`: a new record: `agent`, `file`, 0-based `index` in that file,
+//!   1-based `line`, `role`, and `checkpoint` on checkpoint records. A new
+//!   world line's copied prefix is not repeated: its records start at its
+//!   `shared_records`.
+//! - `subagent`: a new subagent, or a change of its status or parent call.
+//! - `warning`: a new warning (`file`, `line`, `message`).
+//! - `deleted`: the session directory is gone; `error`: a read failed.
+//!
+//! `agent` is `"main"` or the subagent's id. Runs until interrupted
+//! (Ctrl-C or SIGTERM: exit 0); a closed stdout ends it quietly too.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Map, Value};
+
+use super::{spawn, LiveEvent, LiveOptions};
+use crate::export::json::world_line_json;
+use crate::session::{self, Locator};
+use crate::worldline::{Agent, Family, Session};
+
+fn agent_label(a: &Agent) -> String {
+    match &a.meta {
+        Some(m) => m.agent_id.clone(),
+        None => "main".to_string(),
+    }
+}
+
+fn world_line_event(agent: &str, f: &Family, i: usize) -> Value {
+    let mut m = Map::new();
+    m.insert("event".into(), json!("world_line"));
+    m.insert("agent".into(), json!(agent));
+    if let Value::Object(fields) = world_line_json(f, &f.lines[i]) {
+        m.extend(fields);
+    }
+    Value::Object(m)
+}
+
+fn subagent_event(a: &Agent) -> Value {
+    let meta = a.meta.clone().unwrap_or_default();
+    json!({
+        "event": "subagent",
+        "agent_id": meta.agent_id,
+        "subagent_type": meta.subagent_type,
+        "description": meta.description,
+        "status": meta.status,
+        "parent_tool_call_id": a.parent_tool_call_id,
+    })
+}
+
+fn record_events(agent: &str, f: &Family, i: usize, from: usize, out: &mut Vec<Value>) {
+    let file = &f.files[i];
+    for (index, r) in file.records.iter().enumerate().skip(from) {
+        let mut m = Map::new();
+        m.insert("event".into(), json!("record"));
+        m.insert("agent".into(), json!(agent));
+        m.insert("file".into(), json!(file.name));
+        m.insert("index".into(), json!(index));
+        m.insert("line".into(), json!(r.line));
+        m.insert("role".into(), json!(r.role.as_str()));
+        if let Some(c) = r.checkpoint {
+            m.insert("checkpoint".into(), json!(c));
+        }
+        out.push(Value::Object(m));
+    }
+}
+
+/// What changed from `prev` to `next`, as watch events (`prev = None`: the
+/// initial state). World lines are matched by position, which survives
+/// renames: rotations only ever add a world line at the end.
+pub fn events_between(prev: Option<&Session>, next: &Session) -> Vec<Value> {
+    let mut out = Vec::new();
+    for a in &next.agents {
+        let label = agent_label(a);
+        let before = prev.and_then(|p| p.agents.iter().find(|b| b.dir == a.dir));
+        if a.meta.is_some() {
+            let changed = before
+                .is_none_or(|b| b.meta != a.meta || b.parent_tool_call_id != a.parent_tool_call_id);
+            if changed {
+                out.push(subagent_event(a));
+            }
+        }
+        let f = &a.family;
+        for (i, line) in f.lines.iter().enumerate() {
+            let old = before.and_then(|b| Some((&b.family, b.family.lines.get(i)?)));
+            let Some((of, ol)) = old else {
+                out.push(world_line_event(&label, f, i));
+                if prev.is_some() {
+                    record_events(&label, f, i, line.shared, &mut out);
+                }
+                continue;
+            };
+            let (old_recs, recs) = (&of.files[i].records, &f.files[i].records);
+            let appended = recs.len() >= old_recs.len()
+                && old_recs
+                    .last()
+                    .is_none_or(|r| recs[old_recs.len() - 1].same_record(r));
+            if !appended
+                || ol.file != line.file
+                || ol.current != line.current
+                || ol.parent != line.parent
+                || ol.fork != line.fork
+            {
+                out.push(world_line_event(&label, f, i));
+            }
+            let from = if appended { old_recs.len() } else { 0 };
+            record_events(&label, f, i, from.max(line.shared), &mut out);
+        }
+    }
+    let old_warnings = prev.map(|p| p.warnings.as_slice()).unwrap_or(&[]);
+    for w in &next.warnings {
+        if !old_warnings.contains(w) {
+            out.push(json!({
+                "event": "warning",
+                "file": w.file,
+                "line": w.line,
+                "message": w.message,
+            }));
+        }
+    }
+    out
+}
+
+/// Writes one line and flushes it. `Ok(false)`: stdout is closed.
+fn emit(out: &mut impl Write, v: &Value) -> anyhow::Result<bool> {
+    let res = serde_json::to_writer(&mut *out, v)
+        .map_err(std::io::Error::from)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    match res {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn watch_command(args: &crate::cli::WatchArgs) -> anyhow::Result<()> {
+    let dir = session::resolve(args.session.as_deref(), &Locator::from_env())?;
+    watch_dir(&dir, args.poll)
+}
+
+fn watch_dir(dir: &Path, poll: bool) -> anyhow::Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let (rx, _handle) = spawn(
+        dir.to_path_buf(),
+        LiveOptions {
+            poll,
+            ..LiveOptions::default()
+        },
+    )?;
+    let mut out = std::io::stdout().lock();
+    let mut shown: Option<Arc<Session>> = None;
+    while !stop.load(Ordering::Relaxed) {
+        let event = match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(e) => e,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the live reader stopped"),
+        };
+        let lines = match event {
+            LiveEvent::Snapshot(s) => {
+                let lines = events_between(shown.as_deref(), &s);
+                shown = Some(s);
+                lines
+            }
+            LiveEvent::Deleted => vec![json!({"event": "deleted"})],
+            LiveEvent::Error(message) => vec![json!({"event": "error", "message": message})],
+        };
+        for l in &lines {
+            if !emit(&mut out, l)? {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
