@@ -2,6 +2,8 @@
 //! send-keys navigates, capture-pane shows the world lines and the D-Mail
 //! text, and `q` leaves a clean shell. Skipped (loudly) without tmux.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -62,23 +64,8 @@ impl Drop for Tmux {
     }
 }
 
-fn fixture(name: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/kimi-cli")
-        .join(name)
-        .join("sessions");
-    let work = std::fs::read_dir(root)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    std::fs::read_dir(work)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
+fn fixture(name: &str) -> std::path::PathBuf {
+    common::fixture_session("kimi-cli", name)
 }
 
 fn start(size: (u16, u16), tag: &str) -> Option<Tmux> {

@@ -3,6 +3,8 @@
 //! checks that untrusted text never reaches the terminal raw and that wide
 //! characters keep columns aligned.
 
+mod common;
+
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -19,19 +21,7 @@ use worldline::ui::{search, view};
 use worldline::worldline::Session;
 
 fn fixture_dir(name: &str) -> std::path::PathBuf {
-    let root = Path::new("fixtures/kimi-cli").join(name).join("sessions");
-    let work = std::fs::read_dir(root)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    std::fs::read_dir(work)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
+    common::fixture_session("kimi-cli", name)
 }
 
 fn app_on_dir(dir: &Path, w: u16, h: u16) -> App {

@@ -1,7 +1,8 @@
 //! Pure state tests: key events drive `App::update` on the fixtures, no
 //! terminal. Searches run synchronously through `search::scan`.
 
-use std::path::Path;
+mod common;
+
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -15,19 +16,7 @@ use worldline::ui::theme::Theme;
 use worldline::worldline::Session;
 
 fn fixture(name: &str) -> Arc<Session> {
-    let root = Path::new("fixtures/kimi-cli").join(name).join("sessions");
-    let work = std::fs::read_dir(root)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let dir = std::fs::read_dir(work)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let dir = common::fixture_session("kimi-cli", name);
     Arc::new(Session::load(&dir).unwrap())
 }
 

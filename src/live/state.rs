@@ -115,12 +115,7 @@ struct AgentState {
 
 impl AgentState {
     fn new(session_dir: &Path, dir: PathBuf, sub: bool) -> AgentState {
-        let prefix = dir
-            .strip_prefix(session_dir)
-            .ok()
-            .filter(|p| !p.as_os_str().is_empty())
-            .map(|p| format!("{}/", p.display()))
-            .unwrap_or_default();
+        let prefix = crate::worldline::agent_prefix(session_dir, &dir);
         AgentState {
             wire: Follow::with_sink(dir.join("wire.jsonl"), WireSink::default()),
             wire_exists: false,

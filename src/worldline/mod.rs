@@ -188,6 +188,16 @@ fn subagent_dirs(dir: &Path) -> Vec<PathBuf> {
     dirs.into_iter().map(|(_, p)| p).collect()
 }
 
+/// How an agent's files are named relative to the session dir: `""` for the
+/// main agent, `"subagents/<id>/"` for a subagent.
+pub fn agent_prefix(session_dir: &Path, dir: &Path) -> String {
+    dir.strip_prefix(session_dir)
+        .ok()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(|p| format!("{}/", p.display()))
+        .unwrap_or_default()
+}
+
 /// Indexes one agent's context files. File names are relative to the
 /// session dir so warnings from subagents say where they are.
 pub fn read_agent(
@@ -195,12 +205,7 @@ pub fn read_agent(
     dir: &Path,
     meta: Option<SubagentMeta>,
 ) -> Result<AgentFiles> {
-    let prefix = dir
-        .strip_prefix(session_dir)
-        .ok()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map(|p| format!("{}/", p.display()))
-        .unwrap_or_default();
+    let prefix = agent_prefix(session_dir, dir);
     let mut files = Vec::new();
     for cf in session::context_files(dir)? {
         files.push(read::index_file(&cf.path, &format!("{prefix}{}", cf.name))?);
