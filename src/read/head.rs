@@ -68,8 +68,21 @@ pub fn read_head(line: &[u8]) -> Result<(Head, u64), String> {
 }
 
 fn head_from_fields(f: &scan::Fields) -> Option<Head> {
-    let role = Role::parse(&serde_json::from_slice::<String>(f.role?).ok()?);
-    let num = |raw: Option<&[u8]>| raw.and_then(|r| serde_json::from_slice::<Value>(r).ok());
+    let role = match f.role? {
+        // The common roles, without allocating a string per record.
+        br#""user""# => Role::User,
+        br#""assistant""# => Role::Assistant,
+        br#""tool""# => Role::Tool,
+        br#""_checkpoint""# => Role::Checkpoint,
+        br#""_usage""# => Role::Usage,
+        other => Role::parse(&serde_json::from_slice::<String>(other).ok()?),
+    };
+    let num = |raw: Option<&[u8]>| {
+        raw.and_then(|r| match std::str::from_utf8(r).ok()?.parse::<i64>() {
+            Ok(n) => Some(Value::from(n)),
+            Err(_) => serde_json::from_slice::<Value>(r).ok(),
+        })
+    };
     let tool_calls = match f.tool_calls {
         Some(raw) if role == Role::Assistant => raw_tool_call_heads(raw),
         _ => Vec::new(),

@@ -225,6 +225,10 @@ pub fn index_file(path: &Path, name: &str) -> Result<FileIndex> {
             .collect()
     });
     let mut merged = Indexer::new(name, path);
+    // One allocation of the final size: growing by doubling would hold up to
+    // three copies of the index at the peak.
+    let total: usize = parts.iter().flatten().map(|p| p.index.records.len()).sum();
+    merged.index.records.reserve_exact(total);
     for (part, &start) in parts.into_iter().zip(&bounds) {
         merged.append(part?, start);
     }
