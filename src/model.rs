@@ -14,7 +14,7 @@ pub enum Role {
     Tool,
     System,
     /// A role kimi-cli doesn't write today; kept, never rejected.
-    Other(String),
+    Other(Box<str>),
 }
 
 impl Role {
@@ -27,7 +27,7 @@ impl Role {
             "assistant" => Role::Assistant,
             "tool" => Role::Tool,
             "system" => Role::System,
-            other => Role::Other(other.to_string()),
+            other => Role::Other(other.into()),
         }
     }
 
@@ -85,14 +85,17 @@ pub enum Marker {
 }
 
 /// One record of a context file: where it is and what the graph needs.
+/// Kept small (one per record, millions in a big session): rare parts are
+/// boxed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordMeta {
     /// Byte offset of the line in its file.
     pub offset: u64,
-    /// Length of the line without its line end.
-    pub len: u64,
+    /// Length of the line without its line end (lines over 4 GiB are not
+    /// indexed).
+    pub len: u32,
     /// 1-based line number in its file.
-    pub line: u64,
+    pub line: u32,
     pub role: Role,
     /// Hash of the record's JSON with insignificant white space removed, so
     /// the two spellings kimi-cli uses compare equal.
@@ -102,10 +105,10 @@ pub struct RecordMeta {
     /// `token_count` of a `_usage` record.
     pub tokens: Option<u64>,
     /// Tool calls of an assistant message.
-    pub tool_calls: Vec<ToolCallHead>,
+    pub tool_calls: Box<[ToolCallHead]>,
     /// `tool_call_id` of a tool message.
-    pub tool_call_id: Option<String>,
-    pub marker: Option<Marker>,
+    pub tool_call_id: Option<Box<str>>,
+    pub marker: Option<Box<Marker>>,
 }
 
 impl RecordMeta {

@@ -92,14 +92,17 @@ fn brackets_walk_forks_and_dmails() {
     let mut app = app_on("dmail_twice");
     press(&mut app, "]");
     // The fork point: the last record β shares with α (CHECKPOINT 1 note).
-    assert_eq!(selected_meta(&app).marker, Some(Marker::CheckpointNote(1)));
+    assert_eq!(
+        selected_meta(&app).marker.as_deref(),
+        Some(&Marker::CheckpointNote(1))
+    );
     press(&mut app, "]");
     let m = selected_meta(&app);
     assert!(m.tool_calls.iter().any(|c| c.name == "SendDMail"));
     assert_eq!(app.focus, 0, "the sender lives on α");
     press(&mut app, "]");
     assert!(
-        matches!(selected_meta(&app).marker, Some(Marker::DMailInjection(ref m)) if m.starts_with("First fold"))
+        matches!(selected_meta(&app).marker.as_deref(), Some(Marker::DMailInjection(m)) if m.starts_with("First fold"))
     );
     assert_eq!(app.focus, 1, "the injection begins β");
     press(&mut app, "[");

@@ -113,7 +113,9 @@ impl Indexer {
             .records
             .extend(index.records.into_iter().map(|mut r| {
                 r.offset += start;
-                r.line += lines_before;
+                r.line = r
+                    .line
+                    .saturating_add(u32::try_from(lines_before).unwrap_or(u32::MAX));
                 r
             }));
         self.index
@@ -158,18 +160,27 @@ impl Indexer {
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             return;
         }
+        let (Ok(len), Ok(line_no)) = (u32::try_from(line.len()), u32::try_from(self.line_no))
+        else {
+            self.index.warnings.push(Warning {
+                file: self.index.name.clone(),
+                line: self.line_no,
+                message: "skipped a line over 4 GiB (or past line 4294967295)".to_string(),
+            });
+            return;
+        };
         match head::read_head(line) {
             Ok((h, hash)) => self.index.records.push(RecordMeta {
                 offset,
-                len: line.len() as u64,
-                line: self.line_no,
+                len,
+                line: line_no,
                 role: h.role,
                 hash,
                 checkpoint: h.checkpoint,
                 tokens: h.tokens,
-                tool_calls: h.tool_calls,
-                tool_call_id: h.tool_call_id,
-                marker: h.marker,
+                tool_calls: h.tool_calls.into_boxed_slice(),
+                tool_call_id: h.tool_call_id.map(String::into_boxed_str),
+                marker: h.marker.map(Box::new),
             }),
             Err(message) => self.index.warnings.push(Warning {
                 file: self.index.name.clone(),

@@ -647,7 +647,7 @@ impl App {
         for (li, file) in f.files.iter().enumerate() {
             let skip = f.lines[li].shared;
             for (i, rec) in file.records.iter().enumerate().skip(skip) {
-                if matches!(rec.marker, Some(Marker::DMailInjection(_))) {
+                if matches!(rec.marker.as_deref(), Some(Marker::DMailInjection(_))) {
                     if let Some(row) = self.rows.row_of(RecordRef {
                         agent: self.agent,
                         line: li,

@@ -41,7 +41,7 @@ impl Cache {
         }
         let Some(meta) = s.record(r) else { return };
         let needs_body = !matches!(
-            (&meta.role, &meta.marker),
+            (&meta.role, meta.marker.as_deref()),
             (Role::Checkpoint | Role::Usage, _)
                 | (
                     _,

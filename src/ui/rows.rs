@@ -247,7 +247,7 @@ impl RowModel {
 
 fn is_dmail(meta: &RecordMeta) -> bool {
     meta.tool_calls.iter().any(|c| c.dmail.is_some())
-        || matches!(meta.marker, Some(Marker::DMailInjection(_)))
+        || matches!(meta.marker.as_deref(), Some(Marker::DMailInjection(_)))
 }
 
 fn matches(meta: &RecordMeta, family: &Family, r: RecordRef, filter: &Filter) -> bool {

@@ -232,7 +232,7 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
         return Line::default();
     };
     let is_dmail = meta.tool_calls.iter().any(|c| c.dmail.is_some())
-        || matches!(meta.marker, Some(Marker::DMailInjection(_)));
+        || matches!(meta.marker.as_deref(), Some(Marker::DMailInjection(_)));
     let head = fam.lines.get(r.line).is_some_and(|l| l.current)
         && app.rows.line_rows(r.line).end == row + 1;
     let node = if is_dmail {
@@ -319,7 +319,7 @@ fn describe(
         out.push_str(&hidden);
         out
     };
-    match (&meta.role, &meta.marker) {
+    match (&meta.role, meta.marker.as_deref()) {
         (Role::Checkpoint, _) => (
             format!("⚑ {}", meta.checkpoint.unwrap_or(-1)),
             t.role(&Role::Checkpoint),

@@ -196,7 +196,7 @@ fn classify(
         origin,
         sender: None,
     };
-    match first.and_then(|r| r.marker.as_ref()) {
+    match first.and_then(|r| r.marker.as_deref()) {
         Some(Marker::DMailInjection(message)) => {
             fork.kind = ForkKind::Dmail;
             fork.checkpoint = prefix.iter().rev().find_map(|r| r.checkpoint);
@@ -212,7 +212,7 @@ fn classify(
 /// After `/clear` a file starts empty and the next turn writes the system
 /// prompt and checkpoint 0 again: at most those are shared by text.
 fn looks_cleared(prefix: &[RecordMeta], first: Option<&RecordMeta>, parent: &FileIndex) -> bool {
-    let only_preamble = prefix.iter().all(|r| match (&r.role, &r.marker) {
+    let only_preamble = prefix.iter().all(|r| match (&r.role, r.marker.as_deref()) {
         (Role::SystemPrompt, _) => true,
         (Role::Checkpoint, _) => r.checkpoint == Some(0),
         (Role::User, Some(Marker::CheckpointNote(0))) => true,
@@ -267,7 +267,7 @@ fn result_of(file: &FileIndex, from: usize, call_id: &str) -> Option<Result<(), 
         if rec.tool_call_id.as_deref() != Some(call_id) {
             return None;
         }
-        match &rec.marker {
+        match rec.marker.as_deref() {
             Some(Marker::DMailResult(res)) => Some(res.clone()),
             _ => Some(Err("unrecognised SendDMail result".to_string())),
         }

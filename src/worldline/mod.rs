@@ -245,7 +245,7 @@ fn link_subagents(agents: &mut [Agent], graph: &mut Graph) {
 fn find_agent_call(main: &Family, agent_id: &str) -> Option<(RecordRef, String)> {
     for (i, file) in main.files.iter().enumerate() {
         for rec in &file.records {
-            let Some(Marker::AgentResult(found)) = &rec.marker else {
+            let Some(Marker::AgentResult(found)) = rec.marker.as_deref() else {
                 continue;
             };
             let Some(call_id) = rec.tool_call_id.as_deref() else {

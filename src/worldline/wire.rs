@@ -256,7 +256,7 @@ pub fn join_times(family: &Family, wire: &WireLog, g: &mut Graph) {
                 .and_then(|t| t.0)
                 .or_else(|| {
                     rec.tool_call_id
-                        .as_ref()
+                        .as_deref()
                         .and_then(|id| wire.tool_calls.get(id))
                         .and_then(|t| t.1)
                 });

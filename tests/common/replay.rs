@@ -46,7 +46,7 @@ fn plan(src: &Path, dst: &Path, rng: &mut Rng) -> Vec<Op> {
         .map(|a| match a.parent_call {
             Some(c) => {
                 let rec = session.record(c).expect("parent call record");
-                (c.line, rec.offset + rec.len + 1, a)
+                (c.line, rec.offset + u64::from(rec.len) + 1, a)
             }
             None => (usize::MAX, 0, a),
         })
