@@ -131,11 +131,12 @@ impl App {
         let Some((agent, line, r)) = compose::landing(&s, j) else {
             return;
         };
-        self.pending_jump = None;
         self.status = Some(format!(
-            "the D-Mail landed: world line {} begins with it",
+            "D-Mail landed: back at checkpoint {}, world line {} begins with it",
+            j.checkpoint,
             line_name(line)
         ));
+        self.pending_jump = None;
         if agent != self.agent {
             return;
         }
