@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::{Position, Size};
 use worldline::model::{Marker, Role};
-use worldline::ui::app::{Action, App, Effect, LiveState, Overlay, DMAIL_HOOK};
+use worldline::ui::app::{Action, App, Effect, LiveState, Overlay};
+use worldline::ui::compose::NOT_A_CHECKPOINT;
 use worldline::ui::keys::{self, Mode};
 use worldline::ui::search;
 use worldline::ui::theme::Theme;
@@ -282,7 +283,7 @@ fn subagents_enter_and_escape_back() {
 }
 
 #[test]
-fn help_dmail_hook_expand_and_quit() {
+fn help_dmail_hint_expand_and_quit() {
     let mut app = app_on("dmail_twice");
     press(&mut app, "?");
     assert_eq!(app.overlay, Overlay::Help);
@@ -290,7 +291,7 @@ fn help_dmail_hook_expand_and_quit() {
     assert_eq!(app.overlay, Overlay::None);
     assert_eq!(app.cursor, 0, "the key that closes help does nothing else");
     press(&mut app, "d");
-    assert_eq!(app.status.as_deref(), Some(DMAIL_HOOK));
+    assert_eq!(app.status.as_deref(), Some(NOT_A_CHECKPOINT));
     press_code(&mut app, KeyCode::Enter);
     assert!(app.expanded);
     press_code(&mut app, KeyCode::PageDown);

@@ -15,6 +15,7 @@ use crate::session::SessionSummary;
 use crate::worldline::{RecordRef, Session};
 
 use super::cache::Cache;
+use super::compose::{self, Compose, PendingJump, Reply, SendRequest, Target};
 use super::rows::{Filter, RoleFilter, RowModel};
 use super::theme::Theme;
 use super::view;
@@ -28,13 +29,13 @@ pub enum LiveState {
     Deleted,
 }
 
-/// A modal drawn over the main screen. A D-Mail compose modal will be one
-/// more variant.
+/// A modal drawn over the main screen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
     None,
     Help,
     Subagents { sel: usize },
+    Compose(Box<Compose>),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -89,7 +90,24 @@ pub enum Action {
     Back,
     Help,
     Follow,
+    /// `d`: open the compose box on the selected checkpoint.
     DMail,
+    /// A key typed into the compose box.
+    ComposeKey(ratatui_textarea::Input),
+    /// Text pasted into the compose box.
+    ComposePaste(String),
+    ComposeSend,
+    ComposeCancel,
+    /// The runtime's answer to `Effect::Probe`.
+    Probed {
+        target: Target,
+        live: bool,
+    },
+    /// DenwaRenji's answer to `Effect::SendDMail`.
+    DMailReply {
+        request: SendRequest,
+        reply: Reply,
+    },
     Quit,
     Click(Position),
     Wheel(isize),
@@ -119,6 +137,10 @@ pub enum Effect {
     Open(PathBuf),
     Search(SearchRequest),
     CancelSearch,
+    /// Is this agent's DenwaRenji live? Answer with `Action::Probed`.
+    Probe(Target),
+    /// Send off the UI thread; answer with `Action::DMailReply`.
+    SendDMail(SendRequest),
 }
 
 #[derive(Debug, Clone)]
@@ -153,10 +175,10 @@ pub struct App {
     pub status: Option<String>,
     pub size: Size,
     pub cache: Cache,
+    /// An accepted D-Mail: its world line gets selected when it appears.
+    pub pending_jump: Option<PendingJump>,
     back: Option<Anchor>,
 }
-
-pub const DMAIL_HOOK: &str = "D-Mail compose: coming with the denwa module";
 
 impl App {
     pub fn new(theme: Theme, follow: bool, size: Size) -> App {
@@ -180,6 +202,7 @@ impl App {
             status: None,
             size,
             cache: Cache::default(),
+            pending_jump: None,
             back: None,
         }
     }
@@ -237,7 +260,7 @@ impl App {
         self.scroll = self.scroll.min(n.saturating_sub(h));
     }
 
-    fn select_row(&mut self, row: usize) {
+    pub(super) fn select_row(&mut self, row: usize) {
         let pos = self.rows.position_of(row);
         self.select(pos);
     }
@@ -263,6 +286,8 @@ impl App {
                 let sel = *sel;
                 return self.update_subagents(sel, action);
             }
+            // Keys typed while composing never reach the graph.
+            (Overlay::Compose(_), _) if is_key(&action) => return self.update_compose(action),
             _ => {}
         }
         match action {
@@ -363,13 +388,29 @@ impl App {
                     self.go_newest();
                 }
             }
-            Action::DMail => self.status = Some(DMAIL_HOOK.into()),
+            Action::DMail => return self.dmail(),
+            Action::Probed { target, live } => {
+                if live {
+                    self.overlay = Overlay::Compose(Box::new(Compose::new(target)));
+                } else {
+                    self.status = Some(compose::NOT_LIVE.into());
+                }
+            }
+            Action::DMailReply { request, reply } => self.dmail_reply(request, reply),
+            // Only meaningful inside the compose box.
+            Action::ComposeKey(_)
+            | Action::ComposePaste(_)
+            | Action::ComposeSend
+            | Action::ComposeCancel => {}
             Action::Quit => return Effect::Quit,
             Action::Resize(s) => {
                 self.size = s;
                 self.keep_in_view();
             }
-            Action::Snapshot(s) => self.apply_snapshot(s),
+            Action::Snapshot(s) => {
+                self.apply_snapshot(s);
+                self.try_jump();
+            }
             Action::Deleted => {
                 self.live = LiveState::Deleted;
                 self.status = Some("the session directory is gone; showing the last state".into());
@@ -829,6 +870,8 @@ fn is_key(a: &Action) -> bool {
             | Action::SearchHits { .. }
             | Action::SearchProgress { .. }
             | Action::SearchDone { .. }
+            | Action::Probed { .. }
+            | Action::DMailReply { .. }
     )
 }
 

@@ -14,12 +14,18 @@ pub enum Mode {
     Normal,
     /// Typing a search query.
     SearchInput,
+    /// Typing a D-Mail: every key goes to the text but Ctrl-S, Esc, Ctrl-C.
+    Compose,
 }
 
 pub fn action_for(mode: Mode, ev: &Event) -> Option<Action> {
     match ev {
         Event::Key(k) if k.kind == KeyEventKind::Press => key(mode, k),
+        // The compose box has no mouse use, and a click must not move the
+        // selection under it.
+        Event::Mouse(_) if mode == Mode::Compose => None,
         Event::Mouse(m) => mouse(m),
+        Event::Paste(s) if mode == Mode::Compose => Some(Action::ComposePaste(s.clone())),
         Event::Resize(w, h) => Some(Action::Resize(Size::new(*w, *h))),
         _ => None,
     }
@@ -30,6 +36,13 @@ pub fn key(mode: Mode, k: &KeyEvent) -> Option<Action> {
     // Raw mode turns Ctrl-C into a key; it always quits.
     if ctrl && matches!(k.code, KeyCode::Char('c') | KeyCode::Char('q')) {
         return Some(Action::Quit);
+    }
+    if mode == Mode::Compose {
+        return Some(match k.code {
+            KeyCode::Esc => Action::ComposeCancel,
+            KeyCode::Char('s') if ctrl => Action::ComposeSend,
+            _ => Action::ComposeKey((*k).into()),
+        });
     }
     if mode == Mode::SearchInput {
         return match k.code {

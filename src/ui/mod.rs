@@ -5,8 +5,10 @@
 
 pub mod app;
 pub mod cache;
+pub mod compose;
 pub mod detail;
 pub mod divergence;
+mod dmail;
 pub mod keys;
 pub mod layout;
 pub mod rows;
@@ -172,6 +174,15 @@ fn event_loop(
                     }
                 }
                 Effect::CancelSearch => search_cancel.store(true, Ordering::Relaxed),
+                // Cheap (a file read and a kill(pid, 0)): done right here.
+                Effect::Probe(target) => {
+                    let live = compose::probe(&target);
+                    let next = app.update(Action::Probed { target, live });
+                    if !matches!(next, Effect::None) {
+                        pending = Some(next);
+                    }
+                }
+                Effect::SendDMail(request) => spawn_send(request, tx.clone(), app),
                 Effect::None => {}
             }
             continue;
@@ -216,7 +227,9 @@ fn handle(app: &mut App, m: Msg) -> Effect {
     match m {
         Msg::Action(a) => app.update(a),
         Msg::Term(ev) => {
-            let mode = if app.search.input.is_some() {
+            let mode = if matches!(app.overlay, app::Overlay::Compose(_)) {
+                Mode::Compose
+            } else if app.search.input.is_some() {
                 Mode::SearchInput
             } else {
                 Mode::Normal
@@ -232,6 +245,27 @@ fn handle(app: &mut App, m: Msg) -> Effect {
                 None => Effect::None,
             }
         }
+    }
+}
+
+/// Sends a D-Mail on a worker thread (the client may wait for its
+/// timeouts); the reply comes back through the loop's channel.
+fn spawn_send(request: compose::SendRequest, tx: Sender<Msg>, app: &mut App) {
+    let req = request.clone();
+    let spawned = std::thread::Builder::new()
+        .name("worldline-dmail".into())
+        .spawn(move || {
+            let reply = compose::send(&req);
+            let _ = tx.send(Msg::Action(Action::DMailReply {
+                request: req,
+                reply,
+            }));
+        });
+    if let Err(e) = spawned {
+        app.update(Action::DMailReply {
+            request,
+            reply: compose::Reply::Failed(format!("cannot start a thread: {e}")),
+        });
     }
 }
 

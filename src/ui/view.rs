@@ -101,6 +101,11 @@ pub fn draw(f: &mut Frame, app: &App) {
     match &app.overlay {
         Overlay::Help => draw_help(f, app),
         Overlay::Subagents { sel } => draw_subagents(f, app, *sel),
+        Overlay::Compose(c) => {
+            if let Some(s) = &app.session {
+                super::compose::draw(f, s, c, &app.theme);
+            }
+        }
         Overlay::None => {}
     }
 }
@@ -488,7 +493,10 @@ pub const HELP: &[(&str, &str)] = &[
     ("c", "collapse to checkpoints (one row per step)"),
     ("s Esc", "enter a subagent's world lines, back"),
     ("F", "follow the newest record"),
-    ("d", "D-Mail compose (coming with the denwa module)"),
+    (
+        "d Ctrl-S Esc",
+        "D-Mail to the selected ⚑ of the current line: send, cancel",
+    ),
     ("mouse", "wheel scrolls, click selects"),
     ("q Ctrl-C", "quit"),
 ];

@@ -1,0 +1,153 @@
+//! The App side of D-Mail compose: `d`, the keys of the compose box, the
+//! reply, and the jump to the new world line once it appears. Pure like the
+//! rest of `update`: liveness and sending come back as effects.
+
+use super::app::{Action, App, Effect, Overlay};
+use super::compose::{self, Note, PendingJump, Reply, SendRequest};
+use super::theme::line_name;
+
+impl App {
+    /// `d`: explain, or ask the runtime whether the agent is live.
+    pub(super) fn dmail(&mut self) -> Effect {
+        let Some(s) = self.session.clone() else {
+            return Effect::None;
+        };
+        let Some(r) = self.selected() else {
+            self.status = Some(compose::NOT_A_CHECKPOINT.into());
+            return Effect::None;
+        };
+        match compose::target_of(&s, self.agent, r) {
+            Ok(t) => Effect::Probe(t),
+            Err(why) => {
+                self.status = Some(why.into());
+                Effect::None
+            }
+        }
+    }
+
+    pub(super) fn update_compose(&mut self, action: Action) -> Effect {
+        let Overlay::Compose(c) = &mut self.overlay else {
+            return Effect::None;
+        };
+        match action {
+            Action::ComposeKey(input) => {
+                c.input(input);
+                if matches!(c.note, Some(Note::Hint(_))) {
+                    c.note = None;
+                }
+            }
+            Action::ComposePaste(text) => c.paste(&text),
+            Action::ComposeSend => return self.send_compose(),
+            Action::ComposeCancel => {
+                self.overlay = Overlay::None;
+                self.status = Some("D-Mail not sent".into());
+            }
+            Action::Quit => return Effect::Quit,
+            // Graph keys, clicks and the wheel do nothing while composing.
+            _ => {}
+        }
+        Effect::None
+    }
+
+    fn send_compose(&mut self) -> Effect {
+        let Some(s) = self.session.clone() else {
+            return Effect::None;
+        };
+        let Overlay::Compose(c) = &mut self.overlay else {
+            return Effect::None;
+        };
+        if c.sending {
+            return Effect::None;
+        }
+        let message = c.message();
+        if message.trim().is_empty() {
+            c.note = Some(Note::Hint(compose::EMPTY.into()));
+            return Effect::None;
+        }
+        // The agent may have moved on (a rotation) while the user typed.
+        if compose::discarded(&s, &c.target).is_none() {
+            c.note = Some(Note::Warning(compose::MOVED.into()));
+            return Effect::None;
+        }
+        c.sending = true;
+        c.note = None;
+        let lines_before = s
+            .agents
+            .get(c.target.agent)
+            .map_or(0, |a| a.family.lines.len());
+        Effect::SendDMail(SendRequest {
+            dir: c.target.dir.clone(),
+            checkpoint: c.target.checkpoint,
+            message,
+            lines_before,
+        })
+    }
+
+    /// Accepted: close the box and wait for the world line. Anything else:
+    /// show it in the box (text kept for a resend), or in the status line if
+    /// the box was closed meanwhile.
+    pub(super) fn dmail_reply(&mut self, request: SendRequest, reply: Reply) {
+        let open = match &mut self.overlay {
+            Overlay::Compose(c) if c.sending && c.target.dir == request.dir => Some(c),
+            _ => None,
+        };
+        let problem = match reply {
+            Reply::Accepted => {
+                if open.is_some() {
+                    self.overlay = Overlay::None;
+                }
+                self.status = Some(format!(
+                    "D-Mail accepted: the agent reverts to checkpoint {} at the end of its step",
+                    request.checkpoint
+                ));
+                self.pending_jump = Some(PendingJump {
+                    dir: request.dir,
+                    checkpoint: request.checkpoint,
+                    message: request.message,
+                    lines_before: request.lines_before,
+                });
+                // The revert may already be in the snapshot we hold.
+                self.try_jump();
+                return;
+            }
+            Reply::Refused(reason) => format!("refused: {reason}"),
+            Reply::NotLive => compose::NOT_LIVE.to_string(),
+            Reply::Failed(e) => format!("not sent: {e}"),
+        };
+        match open {
+            Some(c) => {
+                c.sending = false;
+                c.note = Some(Note::Warning(problem));
+            }
+            None => self.status = Some(problem),
+        }
+    }
+
+    /// Moves to the accepted D-Mail's world line once a snapshot has it.
+    pub(super) fn try_jump(&mut self) {
+        let (Some(s), Some(j)) = (self.session.clone(), self.pending_jump.as_ref()) else {
+            return;
+        };
+        let Some((agent, line, r)) = compose::landing(&s, j) else {
+            return;
+        };
+        self.status = Some(format!(
+            "D-Mail landed: back at checkpoint {}, world line {} begins with it",
+            j.checkpoint,
+            line_name(line)
+        ));
+        self.pending_jump = None;
+        if agent != self.agent {
+            return;
+        }
+        self.focus = line;
+        // A filter may hide the injection: then the line's first shown row.
+        let row = self.rows.row_of(r).or_else(|| {
+            let rows = self.rows.line_rows(line);
+            (!rows.is_empty()).then_some(rows.start)
+        });
+        if let Some(row) = row {
+            self.select_row(row);
+        }
+    }
+}
