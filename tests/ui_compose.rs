@@ -422,7 +422,10 @@ fn the_view_moves_to_the_new_world_line_when_the_revert_lands() {
     assert_eq!(r.line, new);
     let meta = session(&app).record(r).unwrap().clone();
     assert_eq!(meta.role, Role::User);
-    assert_eq!(meta.marker, Some(Marker::DMailInjection(MESSAGE.into())));
+    assert_eq!(
+        meta.marker.as_deref(),
+        Some(&Marker::DMailInjection(MESSAGE.into()))
+    );
     assert!(app.status.as_deref().unwrap().contains("landed"));
     insta::assert_snapshot!("landed_80x24", render(&mut app));
 

@@ -142,7 +142,7 @@ pub fn target_of(session: &Session, agent: usize, r: RecordRef) -> Result<Target
     let a = session.agents.get(agent).ok_or(NOT_A_CHECKPOINT)?;
     let f = &a.family;
     let meta = f.record(r).ok_or(NOT_A_CHECKPOINT)?;
-    let (record, checkpoint) = match (&meta.role, &meta.marker, meta.checkpoint) {
+    let (record, checkpoint) = match (&meta.role, meta.marker.as_deref(), meta.checkpoint) {
         (Role::Checkpoint, _, Some(id)) => (r, id),
         (_, Some(Marker::CheckpointNote(n)), _) => checkpoint_before_note(f, r, *n),
         _ => return Err(NOT_A_CHECKPOINT),
@@ -194,7 +194,7 @@ pub fn discarded(session: &Session, t: &Target) -> Option<Discard> {
     let next = nodes.get(i + 1).map(|&n| session.graph[n].owner);
     let after_note = next
         .and_then(|r| f.record(r))
-        .is_some_and(|m| matches!(m.marker, Some(Marker::CheckpointNote(_))));
+        .is_some_and(|m| matches!(m.marker.as_deref(), Some(Marker::CheckpointNote(_))));
     let kept = i + 1 + usize::from(after_note);
     Some(Discard {
         records: nodes.len().saturating_sub(kept),
