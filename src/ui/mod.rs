@@ -89,22 +89,46 @@ fn start(
 
 /// Kept alive while a session is open; dropping stops its threads.
 struct Open {
-    _live: live::LiveHandle,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 fn open(dir: &Path, poll: bool, tx: &Sender<Msg>) -> anyhow::Result<Open> {
-    let (rx, handle) = live::spawn(
-        dir.to_path_buf(),
-        LiveOptions {
-            poll,
-            ..LiveOptions::default()
-        },
-    )?;
-    let tx = tx.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (dir, tx, stopped) = (dir.to_path_buf(), tx.clone(), stop.clone());
     std::thread::Builder::new()
         .name("worldline-live-forward".into())
         .spawn(move || {
-            for ev in rx {
+            // The first frame comes from the parallel reader; the live
+            // follower (incremental, one file at a time) starts after it and
+            // its first snapshot simply confirms what is shown.
+            if let Ok(s) = crate::worldline::Session::load(&dir) {
+                if tx.send(Msg::Action(Action::Snapshot(Arc::new(s)))).is_err() {
+                    return;
+                }
+            }
+            let opts = LiveOptions {
+                poll,
+                ..LiveOptions::default()
+            };
+            let (rx, _handle) = match live::spawn(dir, opts) {
+                Ok(pair) => pair,
+                Err(e) => {
+                    let _ = tx.send(Msg::Action(Action::LiveError(e.to_string())));
+                    return;
+                }
+            };
+            while !stopped.load(Ordering::Relaxed) {
+                let ev = match rx.recv_timeout(Duration::from_millis(200)) {
+                    Ok(ev) => ev,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                };
                 let a = match ev {
                     LiveEvent::Snapshot(s) => Action::Snapshot(s),
                     LiveEvent::Deleted => Action::Deleted,
@@ -115,7 +139,7 @@ fn open(dir: &Path, poll: bool, tx: &Sender<Msg>) -> anyhow::Result<Open> {
                 }
             }
         })?;
-    Ok(Open { _live: handle })
+    Ok(Open { stop })
 }
 
 /// kimi.json's path for this session's work-dir folder, if known.
