@@ -5,17 +5,18 @@
 
 mod common;
 
+use common::ui::{press, press_code};
+
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::crossterm::event::KeyCode;
 use ratatui::layout::Size;
 use ratatui::Terminal;
 use worldline::session::SessionSummary;
 use worldline::ui::app::{Action, App, Effect};
-use worldline::ui::keys::{self, Mode};
 use worldline::ui::theme::Theme;
 use worldline::ui::{search, view};
 use worldline::worldline::Session;
@@ -32,26 +33,6 @@ fn app_on_dir(dir: &Path, w: u16, h: u16) -> App {
 
 fn app_on(name: &str, w: u16, h: u16) -> App {
     app_on_dir(&fixture_dir(name), w, h)
-}
-
-fn press(app: &mut App, typed: &str) -> Effect {
-    let mut last = Effect::None;
-    for c in typed.chars() {
-        last = code(app, KeyCode::Char(c));
-    }
-    last
-}
-
-fn code(app: &mut App, c: KeyCode) -> Effect {
-    let mode = if app.search.input.is_some() {
-        Mode::SearchInput
-    } else {
-        Mode::Normal
-    };
-    match keys::key(mode, &KeyEvent::new(c, KeyModifiers::NONE)) {
-        Some(a) => app.update(a),
-        None => Effect::None,
-    }
 }
 
 fn render(app: &mut App) -> String {
@@ -79,7 +60,7 @@ fn detail() {
     for (w, h) in SIZES {
         let mut app = app_on("dmail_twice", w, h);
         press(&mut app, "]]]");
-        code(&mut app, KeyCode::Enter);
+        press_code(&mut app, KeyCode::Enter);
         insta::assert_snapshot!(format!("detail_injection_{w}x{h}"), render(&mut app));
     }
     let mut app = app_on("thinking_tools", 120, 40);
@@ -130,7 +111,7 @@ fn search() {
         let mut app = app_on("dmail_twice", w, h);
         press(&mut app, "/Fold");
         insta::assert_snapshot!(format!("search_prompt_{w}x{h}"), render(&mut app));
-        let Effect::Search(req) = code(&mut app, KeyCode::Enter) else {
+        let Effect::Search(req) = press_code(&mut app, KeyCode::Enter) else {
             panic!("Enter searches");
         };
         let got = Mutex::new(Vec::new());
@@ -152,7 +133,7 @@ fn subagent() {
         let mut app = app_on("subagent", w, h);
         press(&mut app, "s");
         insta::assert_snapshot!(format!("subagent_list_{w}x{h}"), render(&mut app));
-        code(&mut app, KeyCode::Enter);
+        press_code(&mut app, KeyCode::Enter);
         insta::assert_snapshot!(format!("subagent_{w}x{h}"), render(&mut app));
     }
 }

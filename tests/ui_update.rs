@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::ui::{press, press_code};
+
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -25,27 +27,6 @@ fn app_on(name: &str) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(80, 24));
     app.update(Action::Snapshot(fixture(name)));
     app
-}
-
-/// Presses keys by their characters, the way a user types them.
-fn press(app: &mut App, keys_typed: &str) -> Effect {
-    let mut last = Effect::None;
-    for c in keys_typed.chars() {
-        last = press_code(app, KeyCode::Char(c));
-    }
-    last
-}
-
-fn press_code(app: &mut App, code: KeyCode) -> Effect {
-    let mode = if app.search.input.is_some() {
-        Mode::SearchInput
-    } else {
-        Mode::Normal
-    };
-    match keys::key(mode, &KeyEvent::new(code, KeyModifiers::NONE)) {
-        Some(a) => app.update(a),
-        None => Effect::None,
-    }
 }
 
 fn selected_meta(app: &App) -> worldline::model::RecordMeta {

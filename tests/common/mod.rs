@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod replay;
+pub mod ui;
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
