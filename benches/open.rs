@@ -145,6 +145,8 @@ fn main() -> Result<()> {
         Ok(Measure { secs, rss_kb: None })
     })?;
     table.row("worldline Session::load (in process)", load, mb, wl.secs);
+    let wire = wire_read(&family.session_dir.join("wire.jsonl"), runs)?;
+    table.row(&wire.0, wire.1, wire.2, wl.secs);
     if !args.no_jq {
         match jq(&family.files, runs)? {
             Some(m) => table.row("jq -c .role (all context files)", m, mb, wl.secs),
@@ -197,6 +199,8 @@ fn main() -> Result<()> {
             mb,
             wl.secs,
         );
+        let wire = wire_read(&rec.session_dir.join("wire.jsonl"), runs)?;
+        table.row(&wire.0, wire.1, wire.2, wl.secs);
         if !args.no_jq {
             if let Some(m) = jq(std::slice::from_ref(&current), runs)? {
                 table.row("jq -c .role", m, mb, wl.secs);
@@ -328,38 +332,50 @@ fn median(runs: usize, mut f: impl FnMut() -> Result<Measure>) -> Result<Measure
     })
 }
 
-/// Spawns `cmd`, reaps it with `wait4` for its own peak RSS, and returns
-/// the wall time and whatever it printed on stdout.
+/// Spawns `cmd` and returns its wall time, its peak RSS and what it
+/// printed on stdout. The peak is the child's own `VmHWM`, polled while it
+/// runs: `wait4`'s `ru_maxrss` would also count this process's high-water
+/// mark, which a vfork-style spawn hands down to the child.
 fn run_child(cmd: &mut Command) -> Result<(Measure, String)> {
     let t = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())
         .spawn()
         .with_context(|| format!("spawning {cmd:?}"))?;
-    let pid = child.id() as libc::pid_t;
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak_kb = 0;
+    let status = loop {
+        if let Some(kb) = vm_hwm_kb(&status_path) {
+            peak_kb = peak_kb.max(kb);
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let secs = t.elapsed().as_secs_f64();
     let mut out = String::new();
     if let Some(mut so) = child.stdout.take() {
-        // Read before reaping so a chatty child never blocks on a full pipe.
+        // Children here print one short line: the pipe buffer holds it.
         so.read_to_string(&mut out)?;
     }
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it for the child we spawned.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let secs = t.elapsed().as_secs_f64();
-    if r != pid {
-        bail!("wait4 on {cmd:?}: {}", std::io::Error::last_os_error());
-    }
-    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
-        bail!("{cmd:?} failed (wait status {status})");
+    if !status.success() {
+        bail!("{cmd:?} failed: {status}");
     }
     Ok((
         Measure {
             secs,
-            rss_kb: Some(usage.ru_maxrss as u64),
+            rss_kb: Some(peak_kb),
         },
         out,
     ))
+}
+
+/// `VmHWM` (peak resident set) from a `/proc/<pid>/status`, KiB.
+fn vm_hwm_kb(status_path: &str) -> Option<u64> {
+    let text = fs::read_to_string(status_path).ok()?;
+    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn worldline_child(session: &Path, runs: usize) -> Result<Measure> {
@@ -382,6 +398,24 @@ fn index_file(path: &Path, runs: usize) -> Result<Measure> {
         drop(idx);
         Ok(Measure { secs, rss_kb: None })
     })
+}
+
+/// worldline's wire.jsonl reader alone, part of every open: its row name,
+/// time and size in MB (MB/s in its row are of wire.jsonl).
+fn wire_read(path: &Path, runs: usize) -> Result<(String, Measure, f64)> {
+    let mb = file_mb(path)?;
+    let m = median(runs, || {
+        let t = Instant::now();
+        let w = worldline::worldline::WireLog::read(path);
+        let secs = t.elapsed().as_secs_f64();
+        drop(w);
+        Ok(Measure { secs, rss_kb: None })
+    })?;
+    Ok((
+        format!("worldline WireLog::read of wire.jsonl, {mb:.0} MB (in process)"),
+        m,
+        mb,
+    ))
 }
 
 /// `jq -c .role FILES > /dev/null`, or `None` when jq is not installed.
