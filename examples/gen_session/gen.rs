@@ -612,7 +612,7 @@ pub fn generate(out: &Path, opts: &Options) -> Result<Generated> {
 /// ```text
 /// line 1 ──┬── D-Mail at ~55% ──► line 2 ── D-Mail at ~30% (inside line 1's part) ──► line 3
 ///          │                                      └─► so the world lines form a tree
-/// line 3 ── D-Mail at ~80% ──► line 4 ── compaction ──► line 5 ── D-Mail at ~50% ──► line 6
+/// line 3 ── D-Mail at ~80% ──► line 4 ── compaction ──► line 5 ── D-Mail at ~75% ──► line 6
 /// ```
 ///
 /// A revert copies its prefix, so each file is given an equal share of the
@@ -701,7 +701,8 @@ fn plan_family(
         rare,
         Until::bytes(per_file, images_per_line(4)),
     )?;
-    let c = main.checkpoint_near(0.5);
+    // Late enough that line 5's image is in the current world line too.
+    let c = main.checkpoint_near(0.75);
     main.send_dmail(rng, corpus, c)?;
     grow(
         main,
