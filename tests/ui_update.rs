@@ -238,6 +238,16 @@ fn selection_survives_snapshots_and_follow_jumps_to_the_newest() {
 }
 
 #[test]
+fn a_repeated_snapshot_does_not_make_a_static_session_live() {
+    let mut app = app_on("dmail_twice");
+    assert_eq!(app.live, LiveState::Static);
+    app.update(Action::Snapshot(fixture("dmail_twice")));
+    assert_eq!(app.live, LiveState::Static, "same files, same bytes");
+    app.update(Action::Snapshot(fixture("dmail_basic")));
+    assert_eq!(app.live, LiveState::Live, "the files changed");
+}
+
+#[test]
 fn subagents_enter_and_escape_back() {
     let mut app = app_on("subagent");
     press(&mut app, "jjj");

@@ -522,11 +522,15 @@ impl App {
 
     fn apply_snapshot(&mut self, s: Arc<Session>) {
         let first = self.session.is_none();
+        // The live follower's first snapshot repeats what the fast initial
+        // read showed: only a real change makes the session live.
+        let unchanged = self.session.as_ref().is_some_and(|old| same_files(old, &s));
         let anchor = self.anchor();
         self.live = match (first, self.live) {
             (_, LiveState::Live) => LiveState::Live,
             (true, _) if self.follow => LiveState::Live,
             (true, _) => LiveState::Static,
+            (false, state) if unchanged => state,
             (false, _) => LiveState::Live,
         };
         if self.agent >= s.agents.len() {
@@ -881,4 +885,15 @@ fn offset(base: usize, d: isize) -> usize {
     } else {
         base.saturating_add(d as usize)
     }
+}
+
+/// Same files with the same bytes read, in every agent.
+fn same_files(a: &Session, b: &Session) -> bool {
+    a.agents.len() == b.agents.len()
+        && a.agents.iter().zip(&b.agents).all(|(x, y)| {
+            x.family.files.len() == y.family.files.len()
+                && x.family.files.iter().zip(&y.family.files).all(|(f, g)| {
+                    f.name == g.name && f.bytes == g.bytes && f.records.len() == g.records.len()
+                })
+        })
 }
