@@ -219,8 +219,8 @@ fn selection_survives_snapshots_and_follow_jumps_to_the_newest() {
     assert_eq!(app.selected(), sel);
     assert_eq!(
         app.live,
-        LiveState::Live,
-        "a second snapshot means it changes"
+        LiveState::Static,
+        "an identical snapshot is no change"
     );
     press(&mut app, "F");
     assert!(app.follow);
