@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use ratatui::layout::{Position, Size};
 
-use crate::model::Marker;
 use crate::session::SessionSummary;
 use crate::worldline::{RecordRef, Session};
 
@@ -672,38 +671,12 @@ impl App {
     }
 
     /// Rows worth jumping to: fork points, each world line's first own
-    /// record, D-Mail calls and injections.
-    pub fn marks(&self) -> Vec<usize> {
-        let Some(f) = self.family() else {
-            return Vec::new();
-        };
-        let mut out: BTreeSet<usize> = self.rows.fork_rows().collect();
-        for l in 1..f.lines.len() {
-            let r = self.rows.line_rows(l);
-            if !r.is_empty() {
-                out.insert(r.start);
-            }
+    /// record, D-Mail calls and injections (sorted, cached per row model).
+    pub fn marks(&self) -> &[usize] {
+        match self.family() {
+            Some(f) => self.rows.marks(f),
+            None => &[],
         }
-        for a in &f.attempts {
-            if let Some(row) = self.rows.row_of(a.call) {
-                out.insert(row);
-            }
-        }
-        for (li, file) in f.files.iter().enumerate() {
-            let skip = f.lines[li].shared;
-            for (i, rec) in file.records.iter().enumerate().skip(skip) {
-                if matches!(rec.marker.as_deref(), Some(Marker::DMailInjection(_))) {
-                    if let Some(row) = self.rows.row_of(RecordRef {
-                        agent: self.agent,
-                        line: li,
-                        record: i,
-                    }) {
-                        out.insert(row);
-                    }
-                }
-            }
-        }
-        out.into_iter().collect()
     }
 
     fn jump_mark(&mut self, d: isize) {
@@ -711,10 +684,14 @@ impl App {
             return;
         };
         let marks = self.marks();
+        // Binary search: a million-record session may have many marks.
         let target = if d > 0 {
-            marks.iter().copied().find(|&m| m > cur)
+            marks.get(marks.partition_point(|&m| m <= cur)).copied()
         } else {
-            marks.iter().rev().copied().find(|&m| m < cur)
+            marks
+                .partition_point(|&m| m < cur)
+                .checked_sub(1)
+                .and_then(|i| marks.get(i).copied())
         };
         match target {
             Some(row) => self.select_row(row),
@@ -774,7 +751,9 @@ impl App {
             RoleFilter::Checkpoints,
         ];
         let mut all: Vec<RoleFilter> = order.to_vec();
-        all.extend(self.rows.tools.iter().cloned().map(RoleFilter::ToolName));
+        if let Some(f) = self.family() {
+            all.extend(self.rows.tools(f).iter().cloned().map(RoleFilter::ToolName));
+        }
         let i = all.iter().position(|f| *f == self.filter.role).unwrap_or(0);
         self.filter.role = all[(i + 1) % all.len()].clone();
         self.refilter();

@@ -3,6 +3,8 @@
 //! after its shared prefix). Row ↔ record mapping is O(log world lines); the
 //! filter keeps a list of visible rows, built from the index only (no bodies).
 
+use std::cell::OnceCell;
+
 use crate::model::{Marker, RecordMeta, Role};
 use crate::worldline::{Family, RecordRef, Session};
 
@@ -58,8 +60,13 @@ pub struct RowModel {
     pub lanes: Lanes,
     /// Visible rows when a filter is on; `None` shows every row.
     visible: Option<Vec<u32>>,
-    /// Tool names in first-use order, for the tool filter.
-    pub tools: Vec<String>,
+    /// Tool names in first-use order, for the tool filter. Walking every
+    /// record costs tens of ms at a million records, so it is done on the
+    /// first `f` press instead of on every snapshot.
+    tools: OnceCell<Vec<String>>,
+    /// Rows `]`/`[` jump to, sorted; computed on the first jump of this
+    /// model (a model lives until the next snapshot or filter change).
+    marks: OnceCell<Vec<usize>>,
 }
 
 impl RowModel {
@@ -83,7 +90,8 @@ impl RowModel {
             total,
             lanes: Lanes::default(),
             visible: None,
-            tools: Vec::new(),
+            tools: OnceCell::new(),
+            marks: OnceCell::new(),
         };
         let spans = family
             .lines
@@ -107,15 +115,6 @@ impl RowModel {
             })
             .collect();
         m.lanes = Lanes::assign(spans);
-        for file in &family.files {
-            for rec in &file.records {
-                for c in &rec.tool_calls {
-                    if !m.tools.contains(&c.name) {
-                        m.tools.push(c.name.clone());
-                    }
-                }
-            }
-        }
         m.set_filter(family, filter);
         m
     }
@@ -128,8 +127,56 @@ impl RowModel {
             total: 0,
             lanes: Lanes::default(),
             visible: None,
-            tools: Vec::new(),
+            tools: OnceCell::new(),
+            marks: OnceCell::new(),
         }
+    }
+
+    /// Tool names of `family` (the model's own) in first-use order.
+    pub fn tools(&self, family: &Family) -> &[String] {
+        self.tools.get_or_init(|| {
+            let mut tools: Vec<String> = Vec::new();
+            for file in &family.files {
+                for rec in &file.records {
+                    for c in &rec.tool_calls {
+                        if !tools.contains(&c.name) {
+                            tools.push(c.name.clone());
+                        }
+                    }
+                }
+            }
+            tools
+        })
+    }
+
+    /// Rows worth jumping to, sorted: fork points, each world line's first
+    /// own record (but the first line's), D-Mail calls and injections.
+    pub fn marks(&self, family: &Family) -> &[usize] {
+        self.marks.get_or_init(|| {
+            let mut out: Vec<usize> = self.fork_rows().collect();
+            for l in 1..family.lines.len() {
+                let r = self.line_rows(l);
+                if !r.is_empty() {
+                    out.push(r.start);
+                }
+            }
+            out.extend(family.attempts.iter().filter_map(|a| self.row_of(a.call)));
+            for (li, file) in family.files.iter().enumerate() {
+                let skip = family.lines.get(li).map_or(0, |l| l.shared);
+                for (i, rec) in file.records.iter().enumerate().skip(skip) {
+                    if matches!(rec.marker.as_deref(), Some(Marker::DMailInjection(_))) {
+                        out.extend(self.row_of(RecordRef {
+                            agent: self.agent,
+                            line: li,
+                            record: i,
+                        }));
+                    }
+                }
+            }
+            out.sort_unstable();
+            out.dedup();
+            out
+        })
     }
 
     /// World line owning `row`.

@@ -1,0 +1,412 @@
+//! Issue #7's TUI benchmark, in process, on the files of `benches/open.rs`.
+//!
+//! ```text
+//! cargo bench --bench tui -- [--size 1GB] [--records 1000000] [--seed N] [--runs 3]
+//!                            [--only family|records] [--query TEXT]
+//! ```
+//!
+//! For the 1 M-record session and the 1 GB family:
+//! - first frame: `Session::load` → `Action::Snapshot` → `prepare` → one
+//!   `terminal.draw` on a 120×40 `TestBackend` (what `ui::open` and the event
+//!   loop do before the first frame; process start and the tty excluded);
+//! - per key: `update` + `prepare` + `draw`, p50/p99/max by key kind;
+//! - a repeated snapshot (what the live follower's first snapshot costs);
+//! - search: the real worker (`search::scan`) on its own thread: time to the
+//!   first progress message, to the end, and from cancel to the thread's end.
+//!
+//! `harness = false`: under `cargo test --benches` it only prints how to run.
+
+// The generator is shared with the example; this bench uses only part of it.
+#[allow(dead_code)]
+#[path = "../examples/gen_session/content.rs"]
+mod content;
+#[allow(dead_code)]
+#[path = "../examples/gen_session/gen.rs"]
+mod gen;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context as _, Result};
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Size;
+use ratatui::Terminal;
+use worldline::ui::app::{Action, App, Effect};
+use worldline::ui::keys::{self, Mode};
+use worldline::ui::theme::Theme;
+use worldline::ui::{search, view};
+use worldline::worldline::Session;
+
+const W: u16 = 120;
+const H: u16 = 40;
+/// One frame at 60 Hz.
+const FRAME_MS: f64 = 16.7;
+
+struct Args {
+    size: String,
+    records: u64,
+    seed: u64,
+    runs: usize,
+    only: Option<String>,
+    query: String,
+    bench: bool,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut a = Args {
+        size: "1GB".into(),
+        records: 1_000_000,
+        seed: 1,
+        runs: 3,
+        only: None,
+        // Absent from every body, so the search reads the whole agent.
+        query: "zq-absent-needle-qz".into(),
+        bench: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut val = || it.next().with_context(|| format!("{k} needs a value"));
+        match k.as_str() {
+            "--size" => a.size = val()?,
+            "--records" => a.records = val()?.parse()?,
+            "--seed" => a.seed = val()?.parse()?,
+            "--runs" => a.runs = val()?.parse::<usize>()?.max(1),
+            "--only" => a.only = Some(val()?),
+            "--query" => a.query = val()?,
+            "--bench" => a.bench = true,
+            other => bail!("unknown argument {other}"),
+        }
+    }
+    Ok(a)
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    if !args.bench {
+        println!("tui: a benchmark; run it with `cargo bench --bench tui`");
+        return Ok(());
+    }
+    let mut out = Vec::new();
+    if args.only.as_deref() != Some("family") {
+        let dir = PathBuf::from(format!(
+            "/tmp/wl-perf/records-{}-seed{}",
+            args.records, args.seed
+        ));
+        let opts = gen::Options {
+            size: 0,
+            seed: args.seed,
+            records: Some(args.records),
+        };
+        let session = ensure(&dir, &opts)?;
+        out.push(measure(
+            &format!("{} records, one world line", args.records),
+            &session,
+            &args,
+        )?);
+    }
+    if args.only.as_deref() != Some("records") {
+        let dir = PathBuf::from(format!(
+            "/tmp/wl-perf/family-{}-seed{}",
+            args.size.to_ascii_lowercase(),
+            args.seed
+        ));
+        let opts = gen::Options {
+            size: gen::parse_size(&args.size)?,
+            seed: args.seed,
+            records: None,
+        };
+        let session = ensure(&dir, &opts)?;
+        out.push(measure(&format!("{} family", args.size), &session, &args)?);
+    }
+    println!();
+    println!(
+        "{W}×{H} TestBackend, warm page cache; {} CPUs, load average {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    for block in out {
+        println!();
+        println!("{block}");
+    }
+    Ok(())
+}
+
+/// Reuses `dir` if `benches/open.rs` (or an earlier run) finished it.
+fn ensure(dir: &Path, opts: &gen::Options) -> Result<PathBuf> {
+    let marker = dir.join(".complete");
+    if !marker.exists() {
+        if dir.exists() {
+            bail!("{} exists but is not finished; delete it", dir.display());
+        }
+        eprintln!("generating {} …", dir.display());
+        gen::generate(dir, opts)?;
+        fs::write(&marker, format!("{opts:?}\n"))?;
+    }
+    let sessions = dir.join("sessions");
+    for hash in fs::read_dir(&sessions).with_context(|| sessions.display().to_string())? {
+        let hash = hash?.path();
+        if let Some(s) = fs::read_dir(&hash)?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.is_dir())
+        {
+            return Ok(s);
+        }
+    }
+    bail!("no session under {}", sessions.display())
+}
+
+type Term = Terminal<TestBackend>;
+
+fn term() -> Result<Term> {
+    Ok(Terminal::new(TestBackend::new(W, H))?)
+}
+
+fn frame(app: &mut App, t: &mut Term) -> Result<()> {
+    app.prepare();
+    t.draw(|f| view::draw(f, app))?;
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// First frame, keys, a repeated snapshot and search on one session.
+fn measure(name: &str, dir: &Path, args: &Args) -> Result<String> {
+    eprintln!("{name}: {}", dir.display());
+    // Warm the page cache (and the reader's code paths) once.
+    drop(Session::load(dir)?);
+
+    // (a) First frame, median of `runs`, with its parts.
+    let mut firsts = Vec::new();
+    let mut kept = None;
+    for _ in 0..args.runs {
+        let t0 = Instant::now();
+        let s = Arc::new(Session::load(dir)?);
+        let t_load = t0.elapsed();
+        let mut app = App::new(Theme { color: true }, false, Size::new(W, H));
+        app.update(Action::Snapshot(s.clone()));
+        let t_snap = t0.elapsed();
+        app.prepare();
+        let t_prep = t0.elapsed();
+        let mut t = term()?;
+        t.draw(|f| view::draw(f, &app))?;
+        let t_draw = t0.elapsed();
+        firsts.push([
+            t_load,
+            t_snap - t_load,
+            t_prep - t_snap,
+            t_draw - t_prep,
+            t_draw,
+        ]);
+        kept = Some((app, t, s));
+    }
+    firsts.sort_by_key(|f| f[4]);
+    let first = firsts[firsts.len() / 2];
+    let (mut app, mut t, s) = kept.context("at least one run")?;
+    let records: usize = s
+        .agents
+        .first()
+        .map_or(0, |a| a.family.files.iter().map(|f| f.records.len()).sum());
+
+    let mut b = String::new();
+    use std::fmt::Write as _;
+    writeln!(
+        b,
+        "**{name}: {} world lines, {records} records in the main agent's files, {} rows**",
+        s.agents.first().map_or(0, |a| a.family.lines.len()),
+        app.rows.total
+    )?;
+    writeln!(b)?;
+    writeln!(
+        b,
+        "first frame (median of {}): **{:.0} ms** = load {:.0} + snapshot {:.1} + prepare {:.1} + draw {:.1} ms",
+        args.runs,
+        ms(first[4]),
+        ms(first[0]),
+        ms(first[1]),
+        ms(first[2]),
+        ms(first[3])
+    )?;
+    writeln!(b)?;
+
+    // (b) Keys. Each: update + prepare + draw, timed alone.
+    let mut rows: Vec<(String, Vec<Duration>)> = Vec::new();
+    // Slow presses, with the longest line the frame had to read.
+    let mut slow: Vec<(f64, u32)> = Vec::new();
+    let mut press = |app: &mut App, t: &mut Term, code: KeyCode| -> Result<Duration> {
+        let k = KeyEvent::new(code, KeyModifiers::NONE);
+        let t0 = Instant::now();
+        if let Some(a) = keys::key(Mode::Normal, &k) {
+            app.update(a);
+        }
+        frame(app, t)?;
+        let d = t0.elapsed();
+        if ms(d) > FRAME_MS {
+            slow.push((ms(d), longest_visible(app)));
+        }
+        Ok(d)
+    };
+    let mut run = |label: &str, codes: &[KeyCode], n: usize, app: &mut App, t: &mut Term| {
+        let mut v = Vec::with_capacity(n * codes.len());
+        for _ in 0..n {
+            for &c in codes {
+                v.push(press(app, t, c)?);
+            }
+        }
+        rows.push((label.to_string(), v));
+        anyhow::Ok(())
+    };
+    run("j", &[KeyCode::Char('j')], 1000, &mut app, &mut t)?;
+    run("PgDn", &[KeyCode::PageDown], 200, &mut app, &mut t)?;
+    run("G", &[KeyCode::Char('G')], 1, &mut app, &mut t)?;
+    run("g", &[KeyCode::Char('g')], 1, &mut app, &mut t)?;
+    run(
+        "G/g ×20",
+        &[KeyCode::Char('G'), KeyCode::Char('g')],
+        10,
+        &mut app,
+        &mut t,
+    )?;
+    run("]", &[KeyCode::Char(']')], 100, &mut app, &mut t)?;
+    run("[", &[KeyCode::Char('[')], 100, &mut app, &mut t)?;
+    // In the middle of the session, where world lines are most likely shared.
+    for _ in 0..app.rows.len() / 2 / usize::from(H) {
+        app.update(Action::Page(1));
+    }
+    run(
+        "h/l",
+        &[KeyCode::Char('l'), KeyCode::Char('h')],
+        25,
+        &mut app,
+        &mut t,
+    )?;
+    // The live follower's first snapshot repeats the loaded one.
+    let mut snaps = Vec::new();
+    for _ in 0..args.runs {
+        let t0 = Instant::now();
+        app.update(Action::Snapshot(s.clone()));
+        frame(&mut app, &mut t)?;
+        snaps.push(t0.elapsed());
+    }
+    rows.push(("snapshot again (live follower)".into(), snaps));
+
+    writeln!(b, "| key | presses | p50 | p99 | max | over 16.7 ms |")?;
+    writeln!(b, "| --- | ---: | ---: | ---: | ---: | ---: |")?;
+    for (label, mut v) in rows {
+        v.sort();
+        let q = |p: f64| ms(v[((v.len() - 1) as f64 * p).round() as usize]);
+        let over = v.iter().filter(|d| ms(**d) > FRAME_MS).count();
+        writeln!(
+            b,
+            "| {label} | {} | {:.2} ms | {:.2} ms | {:.2} ms | {over} |",
+            v.len(),
+            q(0.5),
+            q(0.99),
+            ms(v[v.len() - 1])
+        )?;
+    }
+    writeln!(b)?;
+    if !slow.is_empty() {
+        let list: Vec<String> = slow
+            .iter()
+            .map(|(t, len)| format!("{t:.0} ms ({:.1} MB line)", *len as f64 / 1e6))
+            .collect();
+        writeln!(
+            b,
+            "presses over a frame, with the longest line on screen: {}",
+            list.join(", ")
+        )?;
+        writeln!(b)?;
+    }
+
+    // (c) Search.
+    let (progress, done, hits) = search_once(&mut app, &args.query, None)?;
+    writeln!(
+        b,
+        "search `/{}` (whole agent, {hits} hits): first progress {:.0} ms, done {:.2} s",
+        args.query,
+        progress.map_or(f64::NAN, ms),
+        done.map_or(f64::NAN, |d| d.as_secs_f64())
+    )?;
+    let (_, stop, _) = search_once(&mut app, &args.query, Some(Duration::from_millis(300)))?;
+    writeln!(
+        b,
+        "search cancelled 300 ms in: worker stopped {:.2} ms after the cancel flag",
+        stop.map_or(f64::NAN, ms)
+    )?;
+    Ok(b)
+}
+
+/// The longest line (bytes) among the rows drawn and the selected record.
+fn longest_visible(app: &App) -> u32 {
+    let Some(s) = &app.session else { return 0 };
+    (app.scroll..app.scroll + usize::from(H))
+        .filter_map(|p| app.rows.record_of(app.rows.row_at(p)?))
+        .chain(app.selected())
+        .filter_map(|r| s.record(r).map(|m| m.len))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Runs one search the way the event loop does (the `Effect::Search` of a
+/// typed query, `search::scan` on a worker thread). Without `cancel_after`:
+/// time to the first progress, to the end, and hits. With it: the flag is set
+/// after that long, and the second figure is cancel → worker ended.
+fn search_once(
+    app: &mut App,
+    query: &str,
+    cancel_after: Option<Duration>,
+) -> Result<(Option<Duration>, Option<Duration>, usize)> {
+    app.update(Action::SearchOpen);
+    for c in query.chars() {
+        app.update(Action::SearchChar(c));
+    }
+    let Effect::Search(req) = app.update(Action::SearchSubmit) else {
+        bail!("no search started");
+    };
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let t0 = Instant::now();
+    let worker = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            search::scan(&req, &cancel, &move |a| tx.send(a).is_ok());
+        })
+    };
+    let mut first = None;
+    let mut done = None;
+    if let Some(after) = cancel_after {
+        std::thread::sleep(after);
+        let tc = Instant::now();
+        cancel.store(true, Ordering::Relaxed);
+        app.update(Action::SearchCancel);
+        worker
+            .join()
+            .map_err(|_| anyhow::anyhow!("search panicked"))?;
+        return Ok((None, Some(tc.elapsed()), 0));
+    }
+    for a in rx {
+        if first.is_none() && matches!(a, Action::SearchProgress { .. }) {
+            first = Some(t0.elapsed());
+        }
+        if matches!(a, Action::SearchDone { .. }) {
+            done = Some(t0.elapsed());
+        }
+        app.update(a);
+    }
+    worker
+        .join()
+        .map_err(|_| anyhow::anyhow!("search panicked"))?;
+    Ok((first, done, app.search.hits.len()))
+}
