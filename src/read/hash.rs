@@ -24,6 +24,69 @@ pub fn canonical_hash(line: &[u8]) -> u64 {
     hasher.digest()
 }
 
+/// `canonical_hash` fed in pieces: string and escape state carry over, so
+/// any split of a line gives the same digest as hashing it whole.
+#[derive(Clone)]
+pub struct CanonHasher {
+    hasher: Xxh3,
+    in_string: bool,
+    /// A backslash ended the last piece: the next byte is escaped.
+    escape: bool,
+}
+
+impl Default for CanonHasher {
+    fn default() -> Self {
+        CanonHasher {
+            hasher: Xxh3::new(),
+            in_string: false,
+            escape: false,
+        }
+    }
+}
+
+impl CanonHasher {
+    pub fn update(&mut self, piece: &[u8]) {
+        let mut i = 0;
+        if self.escape && !piece.is_empty() {
+            self.escape = false;
+            i = 1;
+        }
+        let mut segment_start = 0;
+        while i < piece.len() {
+            if self.in_string {
+                match memchr2(b'"', b'\\', &piece[i..]) {
+                    Some(k) if piece[i + k] == b'\\' => {
+                        i += k + 2;
+                        if i > piece.len() {
+                            self.escape = true;
+                        }
+                    }
+                    Some(k) => {
+                        i += k + 1;
+                        self.in_string = false;
+                    }
+                    None => i = piece.len(),
+                }
+                continue;
+            }
+            match piece[i] {
+                b'"' => self.in_string = true,
+                b' ' | b'\t' | b'\r' | b'\n' => {
+                    self.hasher.update(&piece[segment_start..i]);
+                    segment_start = i + 1;
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        self.hasher.update(&piece[segment_start..]);
+    }
+
+    pub fn digest(&self) -> u64 {
+        self.hasher.digest()
+    }
+}
+
 /// Index just past the closing quote of a string whose body starts at `from`
 /// (or the line's end when the string never closes).
 fn string_end(line: &[u8], mut from: usize) -> usize {
@@ -55,5 +118,24 @@ mod tests {
         // An unterminated string or a trailing backslash must not panic.
         canonical_hash(br#"{"a":"\"#);
         canonical_hash(br#"{"a":"abc"#);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn pieces_hash_like_the_whole(
+            line in r#"[{}"\\ \t\r\na-c:,]{0,60}"#,
+            cuts in proptest::collection::vec(0usize..60, 0..6),
+        ) {
+            let b = line.as_bytes();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(b.len())).collect();
+            cuts.sort_unstable();
+            let mut h = CanonHasher::default();
+            let mut from = 0;
+            for c in cuts.into_iter().chain([b.len()]) {
+                h.update(&b[from..c]);
+                from = c;
+            }
+            proptest::prop_assert_eq!(h.digest(), canonical_hash(b));
+        }
     }
 }

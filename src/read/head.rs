@@ -38,7 +38,8 @@ struct RawFunction<'a> {
     arguments: Option<&'a RawValue>,
 }
 
-const MARKER_WINDOW: usize = 1024;
+/// How much of `content` the marker check looks at.
+pub(crate) const MARKER_WINDOW: usize = 1024;
 
 pub const DMAIL_INJECTION_PREFIX: &str = "<system>You just got a D-Mail from your future self.";
 pub const DMAIL_CONTENT_SEPARATOR: &str = "D-Mail content:\n\n";
@@ -97,6 +98,49 @@ fn head_from_fields(f: &scan::Fields) -> Option<Head> {
         tool_calls,
         role,
     })
+}
+
+/// The index fields of a line read in pieces (`stream`): `fields` hold the
+/// values kept whole; `content_start` is the beginning of a `content` too
+/// long to keep, `calls_cut` says `tool_calls` was too long to keep. A cut
+/// value still gets what its beginning allows: the marker window check, and
+/// a note saying what couldn't be read.
+pub fn head_from_parts(
+    fields: &scan::Fields,
+    content_start: Option<&[u8]>,
+    calls_cut: bool,
+) -> Result<(Head, Option<String>), String> {
+    // Same words as the exact path gives a record without a usable role.
+    let head = head_from_fields(fields).ok_or("record has no string \"role\"")?;
+    let mut head = head;
+    let mut note = None;
+    if let Some(start) = content_start.filter(|c| worth_parsing(&head.role, window(c))) {
+        match marker_from_leading_parts(&head.role, start) {
+            Some(marker) => head.marker = marker,
+            None => {
+                note = Some(
+                    "content too long to look into; a marker it may hold is not read".to_string(),
+                )
+            }
+        }
+    }
+    if calls_cut && head.role == Role::Assistant {
+        note = Some("tool calls too long to index; this record's calls are not listed".to_string());
+    }
+    Ok((head, note))
+}
+
+/// The marker of a content array cut short, when its first text part lies
+/// whole in the kept beginning (a text part before a big image); `None`
+/// when that can't be told.
+fn marker_from_leading_parts(role: &Role, start: &[u8]) -> Option<Option<Marker>> {
+    for item in scan::leading_items(start) {
+        let part = Value::Array(vec![lenient::parse_value(item).ok()?]);
+        if first_text(&part).is_some() {
+            return Some(marker_from_content(role, &part));
+        }
+    }
+    None
 }
 
 /// Tool calls without building their (possibly large) arguments, except
@@ -212,10 +256,21 @@ fn dmail_args(args: &Value) -> Option<DMailArgs> {
 
 /// Cheap byte checks first: only content that may hold a marker is parsed.
 fn marker_from_raw(role: &Role, content: &[u8]) -> Option<Marker> {
-    // Every marker kimi-cli writes opens the content's first text, so a
-    // look at the start is enough (and cheap next to a 20 MB image).
-    let head = &content[..content.len().min(MARKER_WINDOW)];
-    let worth_parsing = match role {
+    if !worth_parsing(role, window(content)) {
+        return None;
+    }
+    let value = lenient::parse_value(content).ok()?;
+    marker_from_content(role, &value)
+}
+
+/// Every marker kimi-cli writes opens the content's first text, so a look
+/// at the start is enough (and cheap next to a 20 MB image).
+fn window(content: &[u8]) -> &[u8] {
+    &content[..content.len().min(MARKER_WINDOW)]
+}
+
+fn worth_parsing(role: &Role, head: &[u8]) -> bool {
+    match role {
         Role::User => {
             memchr::memmem::find(head, b"CHECKPOINT ").is_some()
                 || memchr::memmem::find(head, b"D-Mail from your future self").is_some()
@@ -226,12 +281,7 @@ fn marker_from_raw(role: &Role, content: &[u8]) -> Option<Marker> {
                 || memchr::memmem::find(head, b"agent_id: ").is_some()
         }
         _ => false,
-    };
-    if !worth_parsing {
-        return None;
     }
-    let value = lenient::parse_value(content).ok()?;
-    marker_from_content(role, &value)
 }
 
 fn first_text(content: &Value) -> Option<&str> {

@@ -6,6 +6,7 @@ mod hash;
 pub mod head;
 pub mod lenient;
 pub mod scan;
+mod stream;
 mod tail;
 
 use std::fs::File;
@@ -40,14 +41,31 @@ impl FileIndex {
     }
 }
 
+/// A line still without its newline after this many bytes is read in
+/// pieces from then on (`stream`), so a 50 MB image line never sits whole in
+/// memory; shorter lines take the faster whole-line path.
+const STREAM_THRESHOLD: usize = 4 << 20;
+/// Bytes kept of each index field of a line read in pieces.
+const STREAM_KEEP: usize = 64 << 10;
+
 /// Turns bytes into records incrementally: feed chunks in order; a line split
 /// across chunks waits until its end arrives.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Indexer {
     index: FileIndex,
     /// Start of a line whose end hasn't arrived yet.
     pending: Vec<u8>,
+    /// A long line without its end yet, read in pieces (`pending` is empty).
+    stream: Option<Box<stream::LineStream>>,
     line_no: u64,
+    threshold: usize,
+    keep: usize,
+}
+
+impl Default for Indexer {
+    fn default() -> Self {
+        Indexer::new("", PathBuf::new())
+    }
 }
 
 impl Indexer {
@@ -59,14 +77,38 @@ impl Indexer {
                 ..FileIndex::default()
             },
             pending: Vec::new(),
+            stream: None,
             line_no: 0,
+            threshold: STREAM_THRESHOLD,
+            keep: STREAM_KEEP,
         }
+    }
+
+    /// Lines longer than `threshold` are read in pieces, keeping `keep`
+    /// bytes of each index field (tests make both tiny).
+    pub fn with_stream_threshold(mut self, threshold: usize, keep: usize) -> Self {
+        self.threshold = threshold;
+        self.keep = keep;
+        self
     }
 
     /// Feeds the next bytes of the file. Returns how many records were added.
     pub fn push(&mut self, mut chunk: &[u8]) -> usize {
         let before = self.index.records.len();
-        if !self.pending.is_empty() {
+        if let Some(mut s) = self.stream.take() {
+            match memchr::memchr(b'\n', chunk) {
+                Some(nl) => {
+                    s.feed(&chunk[..nl]);
+                    self.add_streamed(*s, 1);
+                    chunk = &chunk[nl + 1..];
+                }
+                None => {
+                    s.feed(chunk);
+                    self.stream = Some(s);
+                    return 0;
+                }
+            }
+        } else if !self.pending.is_empty() {
             match memchr::memchr(b'\n', chunk) {
                 Some(nl) => {
                     let mut line = std::mem::take(&mut self.pending);
@@ -75,7 +117,7 @@ impl Indexer {
                     chunk = &chunk[nl + 1..];
                 }
                 None => {
-                    self.pending.extend_from_slice(chunk);
+                    self.hold(chunk);
                     return 0;
                 }
             }
@@ -85,18 +127,32 @@ impl Indexer {
             self.add_line(&chunk[start..nl], 1);
             start = nl + 1;
         }
-        self.pending.extend_from_slice(&chunk[start..]);
+        self.hold(&chunk[start..]);
         self.index.records.len() - before
+    }
+
+    /// Keeps the start of an unfinished line; past the threshold it goes on
+    /// in pieces and the bytes held so far are let go.
+    fn hold(&mut self, bytes: &[u8]) {
+        if self.pending.len() + bytes.len() <= self.threshold {
+            self.pending.extend_from_slice(bytes);
+            return;
+        }
+        let mut s = stream::LineStream::new(self.keep);
+        s.feed(&std::mem::take(&mut self.pending));
+        s.feed(bytes);
+        self.stream = Some(Box::new(s));
     }
 
     /// The file ended: a last line without a newline is a line too.
     pub fn finish(&mut self) -> usize {
-        if self.pending.is_empty() {
-            return 0;
-        }
-        let line = std::mem::take(&mut self.pending);
         let before = self.index.records.len();
-        self.add_line(&line, 0);
+        if let Some(s) = self.stream.take() {
+            self.add_streamed(*s, 0);
+        } else if !self.pending.is_empty() {
+            let line = std::mem::take(&mut self.pending);
+            self.add_line(&line, 0);
+        }
         self.index.records.len() - before
     }
 
@@ -107,7 +163,9 @@ impl Indexer {
         let Indexer {
             index,
             pending,
+            stream,
             line_no,
+            ..
         } = part;
         self.index
             .records
@@ -127,11 +185,15 @@ impl Indexer {
         self.index.bytes = start + index.bytes;
         self.line_no += line_no;
         self.pending = pending;
+        self.stream = stream;
     }
 
-    /// Bytes of an incomplete last line held back.
+    /// Bytes of an incomplete last line held back (or, for a long one, read).
     pub fn pending_len(&self) -> usize {
-        self.pending.len()
+        match &self.stream {
+            Some(s) => usize::try_from(s.raw_len()).unwrap_or(usize::MAX),
+            None => self.pending.len(),
+        }
     }
 
     pub fn index(&self) -> &FileIndex {
@@ -160,16 +222,49 @@ impl Indexer {
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             return;
         }
-        let (Ok(len), Ok(line_no)) = (u32::try_from(line.len()), u32::try_from(self.line_no))
-        else {
-            self.index.warnings.push(Warning {
-                file: self.index.name.clone(),
-                line: self.line_no,
-                message: "skipped a line over 4 GiB (or past line 4294967295)".to_string(),
-            });
+        self.record(offset, line.len() as u64, || head::read_head(line));
+    }
+
+    /// A line read in pieces ended.
+    fn add_streamed(&mut self, s: stream::LineStream, terminator: u64) {
+        self.line_no += 1;
+        let offset = self.index.bytes;
+        self.index.bytes += s.raw_len() + terminator;
+        if s.is_blank() {
+            return;
+        }
+        let len = s.len();
+        let mut note = None;
+        self.record(offset, len, || {
+            let out = s.finish();
+            note = out.note;
+            out.result
+        });
+        if let Some(message) = note {
+            self.warn(message);
+        }
+    }
+
+    fn warn(&mut self, message: String) {
+        self.index.warnings.push(Warning {
+            file: self.index.name.clone(),
+            line: self.line_no,
+            message,
+        });
+    }
+
+    /// Adds the record (or the warning) for the current line.
+    fn record(
+        &mut self,
+        offset: u64,
+        len: u64,
+        read: impl FnOnce() -> std::result::Result<(head::Head, u64), String>,
+    ) {
+        let (Ok(len), Ok(line_no)) = (u32::try_from(len), u32::try_from(self.line_no)) else {
+            self.warn("skipped a line over 4 GiB (or past line 4294967295)".to_string());
             return;
         };
-        match head::read_head(line) {
+        match read() {
             Ok((h, hash)) => self.index.records.push(RecordMeta {
                 offset,
                 len,
@@ -182,11 +277,7 @@ impl Indexer {
                 tool_call_id: h.tool_call_id.map(String::into_boxed_str),
                 marker: h.marker.map(Box::new),
             }),
-            Err(message) => self.index.warnings.push(Warning {
-                file: self.index.name.clone(),
-                line: self.line_no,
-                message: format!("skipped malformed line: {message}"),
-            }),
+            Err(message) => self.warn(format!("skipped malformed line: {message}")),
         }
     }
 }

@@ -85,6 +85,32 @@ pub fn scan_object(line: &[u8]) -> Option<Fields<'_>> {
     Some(f)
 }
 
+/// The items of a JSON array that lie whole inside `prefix`, the beginning
+/// of a longer array (a `content` too long to keep whole).
+pub fn leading_items(prefix: &[u8]) -> Vec<&[u8]> {
+    let mut s = Scanner {
+        b: prefix,
+        i: 0,
+        spaced: false,
+    };
+    let mut items = Vec::new();
+    if s.eat(b'[').is_none() {
+        return items;
+    }
+    loop {
+        s.ws();
+        let start = s.i;
+        if s.value(1).is_none() {
+            return items;
+        }
+        items.push(&prefix[start..s.i]);
+        s.ws();
+        if s.next() != Some(b',') {
+            return items;
+        }
+    }
+}
+
 impl<'a> Scanner<'a> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
