@@ -259,3 +259,27 @@ fn a_30_mb_image_line() {
     assert_eq!(body.tool_call_id.as_deref(), Some("call_9"));
     assert_eq!(body.parts.len(), 2);
 }
+
+#[test]
+fn a_streamed_line_keeps_tool_calls_with_megabytes_of_arguments() {
+    let big = "x".repeat(6 << 20);
+    let write_args = serde_json::json!({"path": "big.txt", "content": big}).to_string();
+    let dmail_args = r#"{"message": "undo the big write", "checkpoint_id": 2}"#;
+    let line = serde_json::json!({"role": "assistant", "content": "writing",
+        "tool_calls": [
+            {"type": "function", "id": "w1", "function": {"name": "WriteFile", "arguments": write_args}},
+            {"type": "function", "id": "d1", "function": {"name": "SendDMail", "arguments": dmail_args}}]})
+    .to_string();
+    let mut data = line.into_bytes();
+    data.push(b'\n');
+    let ix = index(&data, 1 << 20, None);
+    let r = &ix.records[0];
+    assert!(ix.warnings.is_empty(), "{:?}", ix.warnings);
+    assert_eq!(r.tool_calls.len(), 2);
+    assert_eq!(r.tool_calls[0].name, "WriteFile");
+    let dmail = r.tool_calls[1]
+        .dmail
+        .as_ref()
+        .expect("SendDMail arguments read");
+    assert_eq!(dmail.checkpoint_id, 2);
+}

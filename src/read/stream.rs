@@ -37,6 +37,8 @@ const KEYS: [&[u8]; 6] = [
 ];
 const CONTENT: usize = 5;
 const TOOL_CALLS: usize = 4;
+/// How many times `keep` the tool calls may take (64 KiB × 128 = 8 MiB).
+const TOOL_CALLS_ROOM: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Num {
@@ -452,7 +454,15 @@ impl LineStream {
     fn keep_bytes(&mut self, bytes: &[u8]) {
         let Some(k) = self.slot else { return };
         let kept = &mut self.kept[k];
-        let room = self.keep - kept.len();
+        // Tool calls carry whole file contents in their arguments (a 5 MB
+        // WriteFile); their ids and names matter to the graph and the wire
+        // join, so they get more room than the other fields.
+        let limit = if k == TOOL_CALLS {
+            self.keep.saturating_mul(TOOL_CALLS_ROOM)
+        } else {
+            self.keep
+        };
+        let room = limit.saturating_sub(kept.len());
         if bytes.len() > room {
             kept.extend_from_slice(&bytes[..room]);
             self.cut[k] = true;
