@@ -15,7 +15,7 @@ use worldline::kimi_writer::{
     SEND_DMAIL_NAME, WIRE_PROTOCOL_VERSION,
 };
 
-use crate::content::{base64, Corpus, Rng};
+use crate::content::{base64, Corpus, Rng, SEED_SALT};
 
 const MB: u64 = 1_000_000;
 
@@ -550,7 +550,7 @@ fn agent_step(
 
 /// Writes the family under `out` (a share dir) and returns what it wrote.
 pub fn generate(out: &Path, opts: &Options) -> Result<Generated> {
-    let mut rng = Rng::new(opts.seed);
+    let mut rng = Rng::new(opts.seed ^ SEED_SALT);
     let corpus = Corpus::new(&mut rng);
     let work_dir = PathBuf::from(format!("/home/user/project-{}", opts.seed));
     let session_id = rng.uuid();

@@ -3,7 +3,7 @@
 
 mod agent;
 mod clock;
-mod rng;
+pub mod rng;
 mod run;
 pub mod script;
 mod subagent;

@@ -1,4 +1,6 @@
-//! A tiny deterministic generator (splitmix64) for ids and pacing jitter.
+//! A tiny deterministic generator (splitmix64) for ids, pacing jitter and
+//! the benchmark's generated sessions: stable across platforms, so a seed
+//! always gives the same files.
 
 pub struct Rng(u64);
 
@@ -13,6 +15,29 @@ impl Rng {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..hi` (`lo` if the range is empty).
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        if hi <= lo {
+            return lo;
+        }
+        lo + self.next_u64() % (hi - lo)
+    }
+
+    pub fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+
+    /// Log-uniform in `lo..hi`: many small values, a long tail of big ones,
+    /// the shape real message sizes have.
+    pub fn log_range(&mut self, lo: u64, hi: u64) -> u64 {
+        let (l, h) = ((lo.max(1)) as f64, (hi.max(lo + 1)) as f64);
+        (l * (h / l).powf(self.unit())) as u64
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[(self.next_u64() % items.len() as u64) as usize]
     }
 
     /// Uniform in [0, 1).
