@@ -255,7 +255,7 @@ fn ensure(dir: &Path, opts: &gen::Options) -> Result<Family> {
     } else {
         eprintln!("reusing {}", dir.display());
     }
-    let session_dir = find_session(dir)?;
+    let session_dir = gen::find_session(dir)?;
     let files = gen::context_files(&session_dir)?;
     let mut context_bytes = 0;
     let mut records = 0;
@@ -271,22 +271,6 @@ fn ensure(dir: &Path, opts: &gen::Options) -> Result<Family> {
         context_bytes,
         records,
     })
-}
-
-/// The one session under `<share>/sessions/<md5>/`.
-fn find_session(share: &Path) -> Result<PathBuf> {
-    let sessions = share.join("sessions");
-    for hash in fs::read_dir(&sessions).with_context(|| sessions.display().to_string())? {
-        let hash = hash?.path();
-        if let Some(s) = fs::read_dir(&hash)?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.is_dir())
-        {
-            return Ok(s);
-        }
-    }
-    bail!("no session under {}", sessions.display())
 }
 
 /// Reads every file under `dir` once so that no reader pays for the disk.

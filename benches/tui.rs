@@ -151,18 +151,7 @@ fn ensure(dir: &Path, opts: &gen::Options) -> Result<PathBuf> {
         gen::generate(dir, opts)?;
         fs::write(&marker, format!("{opts:?}\n"))?;
     }
-    let sessions = dir.join("sessions");
-    for hash in fs::read_dir(&sessions).with_context(|| sessions.display().to_string())? {
-        let hash = hash?.path();
-        if let Some(s) = fs::read_dir(&hash)?
-            .flatten()
-            .map(|e| e.path())
-            .find(|p| p.is_dir())
-        {
-            return Ok(s);
-        }
-    }
-    bail!("no session under {}", sessions.display())
+    gen::find_session(dir)
 }
 
 type Term = Terminal<TestBackend>;

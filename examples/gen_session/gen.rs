@@ -549,6 +549,23 @@ fn agent_step(
 }
 
 /// Writes the family under `out` (a share dir) and returns what it wrote.
+/// The one session under `<share>/sessions/<md5>/`.
+#[allow(dead_code)] // for the benches, which include this file; the example knows its dir
+pub fn find_session(share: &Path) -> Result<PathBuf> {
+    let sessions = share.join("sessions");
+    for hash in fs::read_dir(&sessions).with_context(|| sessions.display().to_string())? {
+        let hash = hash?.path();
+        if let Some(s) = fs::read_dir(&hash)?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.is_dir())
+        {
+            return Ok(s);
+        }
+    }
+    bail!("no session under {}", sessions.display())
+}
+
 pub fn generate(out: &Path, opts: &Options) -> Result<Generated> {
     let mut rng = Rng::new(opts.seed ^ SEED_SALT);
     let corpus = Corpus::new(&mut rng);
