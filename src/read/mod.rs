@@ -380,11 +380,18 @@ fn index_range(file: &File, path: &Path, name: &str, start: u64, end: u64) -> Re
 
 /// Reads one record's line from disk.
 pub fn load_line(path: &Path, meta: &RecordMeta) -> Result<Vec<u8>> {
+    load_line_head(path, meta, usize::MAX)
+}
+
+/// Reads at most `max` bytes of one record's line: enough to preview a
+/// record too big to parse on a keypress.
+pub fn load_line_head(path: &Path, meta: &RecordMeta, max: usize) -> Result<Vec<u8>> {
     let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
     file.seek(SeekFrom::Start(meta.offset))
         .map_err(|e| Error::io(path, e))?;
     let len = usize::try_from(meta.len)
-        .map_err(|_| Error::Other(format!("{}: line too long", path.display())))?;
+        .map_err(|_| Error::Other(format!("{}: line too long", path.display())))?
+        .min(max);
     let mut line = vec![0u8; len];
     file.read_exact(&mut line).map_err(|e| Error::io(path, e))?;
     Ok(line)

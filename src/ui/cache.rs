@@ -10,6 +10,10 @@ use crate::text::sanitize_line;
 use crate::worldline::{RecordRef, Session};
 
 const MAX_PREVIEWS: usize = 2048;
+/// Records over this size are previewed from their first bytes: parsing a
+/// 50 MB image line to fill one row would stall a keypress.
+const HUGE: u32 = 1 << 20;
+const HEAD: usize = 16 << 10;
 const MAX_BODIES: usize = 8;
 /// Columns kept per preview; rows never show more.
 const PREVIEW_COLS: usize = 240;
@@ -54,9 +58,13 @@ impl Cache {
         if self.previews.len() >= MAX_PREVIEWS {
             self.previews.clear();
         }
-        let text = match s.body(r) {
-            Ok(b) => preview_of(&b),
-            Err(e) => format!("(unreadable: {e})"),
+        let text = if meta.len > HUGE {
+            huge_preview(s, r, meta.len)
+        } else {
+            match s.body(r) {
+                Ok(b) => preview_of(&b),
+                Err(e) => format!("(unreadable: {e})"),
+            }
         };
         self.previews.insert(r, sanitize_line(&text, PREVIEW_COLS));
     }
@@ -70,6 +78,76 @@ impl Cache {
         }
         self.bodies.push((r, s.body(r).map_err(|e| e.to_string())));
     }
+}
+
+/// A preview from a huge record's first bytes: its first text, or what
+/// kind of media it carries, and its size.
+fn huge_preview(s: &Session, r: RecordRef, len: u32) -> String {
+    let size = crate::export::human_size(u64::from(len));
+    let head = match s.line_head(r, HEAD) {
+        Ok(h) => h,
+        Err(e) => return format!("(unreadable: {e})"),
+    };
+    let media = ["image", "audio", "video"]
+        .into_iter()
+        .find(|m| memchr::memmem::find(&head, format!("data:{m}/").as_bytes()).is_some());
+    let text = first_string_after(&head, b"\"text\"")
+        .or_else(|| first_string_after(&head, b"\"content\""));
+    match (text, media) {
+        (Some(t), Some(m)) => format!("{t} [{m}] ({size} record)"),
+        (Some(t), None) => format!("{t} … ({size} record)"),
+        (None, Some(m)) => format!("[{m}] ({size} record)"),
+        (None, None) => format!("({size} record)"),
+    }
+}
+
+/// The string value of the first `key` (quoted) in `head`, even when the
+/// string runs past the end of `head`.
+fn first_string_after(head: &[u8], key: &[u8]) -> Option<String> {
+    let mut from = 0;
+    while let Some(k) = memchr::memmem::find(&head[from..], key) {
+        let after = &head[from + k + key.len()..];
+        from += k + key.len();
+        let Some(rest) = after.trim_ascii_start().strip_prefix(b":") else {
+            continue; // the key's text as a value, e.g. "type":"text"
+        };
+        let body = rest.trim_ascii_start().strip_prefix(b"\"")?;
+        return Some(json_string_prefix(body));
+    }
+    None
+}
+
+/// Decodes the start of a JSON string body (after its opening quote) up to
+/// its closing quote or the end of the bytes, dropping a cut-off escape.
+fn json_string_prefix(body: &[u8]) -> String {
+    let mut end = body.len();
+    let mut i = 0;
+    while i < body.len() {
+        match body[i] {
+            b'"' => {
+                end = i;
+                break;
+            }
+            b'\\' if i + 1 >= body.len() => {
+                end = i;
+                break;
+            }
+            b'\\' if body[i + 1] == b'u' && i + 6 > body.len() => {
+                end = i;
+                break;
+            }
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+    let mut quoted = Vec::with_capacity(end + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(&body[..end.min(body.len())]);
+    quoted.push(b'"');
+    crate::read::lenient::parse_value(&quoted)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(&body[..end.min(body.len())]).into_owned())
 }
 
 /// The first thing worth reading in a body: its text, else its tool calls,
@@ -115,4 +193,60 @@ fn strip_system(t: &str) -> &str {
     let t = t.trim_start();
     let t = t.strip_prefix("<system>").unwrap_or(t);
     t.strip_suffix("</system>").unwrap_or(t)
+}
+
+#[cfg(test)]
+mod huge_tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_read_from_a_cut_head() {
+        let head = br#"{"role":"tool","content":[{"type":"text","text":"log \"quoted\" \u00e9 line\nnext"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"#;
+        assert_eq!(
+            first_string_after(head, br#""text""#).as_deref(),
+            Some("log \"quoted\" é line\nnext")
+        );
+        // Cut in the middle of the string, and of an escape.
+        assert_eq!(json_string_prefix(br#"abc\"de\u00"#), "abc\"de");
+        assert_eq!(json_string_prefix(br#"abc\"#), "abc");
+        assert_eq!(json_string_prefix(b"x\xe4\xb8"), "x\u{fffd}");
+        // A plain-string content.
+        assert_eq!(
+            first_string_after(br#"{"role":"user","content":"hello wor"#, br#""content""#)
+                .as_deref(),
+            Some("hello wor")
+        );
+        assert_eq!(
+            first_string_after(br#"{"content":[{"type":"image"#, br#""text""#),
+            None
+        );
+    }
+
+    #[test]
+    fn a_huge_record_is_previewed_from_its_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = "A".repeat(3 << 20);
+        let big = serde_json::json!({"role": "user", "content": [
+            {"type": "text", "text": "what is in this picture?"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{image}")}}]});
+        let lines = [
+            r#"{"role": "_system_prompt", "content": "s"}"#.to_string(),
+            r#"{"role": "_checkpoint", "id": 0}"#.to_string(),
+            big.to_string(),
+        ];
+        std::fs::write(dir.path().join("context.jsonl"), lines.join("\n") + "\n").unwrap();
+        let s = Session::load(dir.path()).unwrap();
+        let r = RecordRef {
+            agent: 0,
+            line: 0,
+            record: 2,
+        };
+        let mut cache = Cache::default();
+        cache.preview(&s, r);
+        let p = cache.get_preview(r).unwrap();
+        assert!(
+            p.starts_with("what is in this picture? [image] (3.0 MB record)"),
+            "{p}"
+        );
+    }
 }

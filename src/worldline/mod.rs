@@ -164,6 +164,20 @@ impl Session {
         read::load_body(&file.path, meta)
     }
 
+    /// The first `max` bytes of a record's line, raw.
+    pub fn line_head(&self, r: RecordRef, max: usize) -> Result<Vec<u8>> {
+        let file = self
+            .agents
+            .get(r.agent)
+            .and_then(|a| a.family.files.get(r.line))
+            .ok_or_else(|| Error::Other(format!("no world line {}", r.line)))?;
+        let meta = file
+            .records
+            .get(r.record)
+            .ok_or_else(|| Error::Other(format!("{}: no record {}", file.name, r.record)))?;
+        read::load_line_head(&file.path, meta, max)
+    }
+
     /// The nodes of one world line, root first.
     pub fn walk(&self, agent: usize, line: usize) -> &[NodeIndex] {
         self.agents
