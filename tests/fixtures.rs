@@ -14,19 +14,6 @@ fn session_dir(scenario: &Path) -> PathBuf {
     common::fixture_session("kimi-cli", &name)
 }
 
-fn scenarios(kind: &str) -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(kind);
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    v.sort();
-    v
-}
-
 fn check_lines(got: &[Value], want: &[Value], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: world line count");
     for (g, w) in got.iter().zip(want) {
@@ -53,7 +40,7 @@ fn check_lines(got: &[Value], want: &[Value], what: &str) {
 
 #[test]
 fn every_kimi_cli_fixture_matches_expected() {
-    let all = scenarios("kimi-cli");
+    let all = common::scenarios("kimi-cli");
     assert!(all.len() >= 7, "fixtures missing");
     for scenario in all {
         let name = scenario.file_name().unwrap().to_string_lossy().into_owned();
@@ -197,7 +184,7 @@ fn wire_times_join_records() {
 
 #[test]
 fn every_legacy_session_reads_with_sensible_counts() {
-    for scenario in scenarios("kimi-code-legacy") {
+    for scenario in common::scenarios("kimi-code-legacy") {
         let name = scenario.file_name().unwrap().to_string_lossy().into_owned();
         let s = Session::load(&scenario).unwrap_or_else(|e| panic!("{name}: {e}"));
         let main = s.main();

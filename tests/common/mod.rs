@@ -27,7 +27,14 @@ pub fn session_dir(scenario: &Path) -> PathBuf {
 }
 
 pub fn kimi_fixtures() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kimi-cli");
+    scenarios("kimi-cli")
+}
+
+/// Every scenario folder of `fixtures/<kind>/`, sorted.
+pub fn scenarios(kind: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(kind);
     let mut v: Vec<PathBuf> = std::fs::read_dir(root)
         .unwrap()
         .map(|e| e.unwrap().path())
