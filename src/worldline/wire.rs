@@ -78,13 +78,14 @@ impl WireLog {
         match kind {
             Some(b"ToolCall") | Some(b"ToolResult") => {
                 let key: &[u8] = if kind == Some(b"ToolCall") {
-                    b"id"
+                    br#""id""#
                 } else {
-                    b"tool_call_id"
+                    br#""tool_call_id""#
                 };
-                if let (Some(ts), Some(id)) =
-                    (quick_number(line, b"timestamp"), quick_string(line, key))
-                {
+                if let (Some(ts), Some(id)) = (
+                    quick_number(line, br#""timestamp""#),
+                    quick_string(line, key),
+                ) {
                     self.tool_event(kind == Some(b"ToolCall"), ts, id);
                     return;
                 }
@@ -181,10 +182,11 @@ const PEEK: usize = 256;
 /// The first `"type"` value near the line's start: the event type of
 /// `{"timestamp": …, "message": {"type": "…"`, or `metadata`.
 fn event_type(line: &[u8]) -> Option<&[u8]> {
-    quick_string(line, b"type").map(str::as_bytes)
+    quick_string(line, br#""type""#).map(str::as_bytes)
 }
 
-/// The value of `"key": "…"` near the line's start, when it holds no escapes.
+/// The value of `key` (given with its quotes) near the line's start, when
+/// the value holds no escapes.
 fn quick_string<'a>(line: &'a [u8], key: &[u8]) -> Option<&'a str> {
     let rest = after_key(line, key)?;
     let rest = rest.strip_prefix(b"\"")?;
@@ -194,7 +196,8 @@ fn quick_string<'a>(line: &'a [u8], key: &[u8]) -> Option<&'a str> {
         .flatten()
 }
 
-/// The number after `"key":` near the line's start.
+/// The number after `key` (given with its quotes) and its colon, near the
+/// line's start.
 fn quick_number(line: &[u8], key: &[u8]) -> Option<f64> {
     let rest = after_key(line, key)?;
     let end = rest
@@ -204,14 +207,11 @@ fn quick_number(line: &[u8], key: &[u8]) -> Option<f64> {
     std::str::from_utf8(&rest[..end]).ok()?.parse().ok()
 }
 
-/// The bytes after `"key"`, the colon and white space, within the peek window.
+/// The bytes after `key` (quotes included), the colon and white space,
+/// within the peek window.
 fn after_key<'a>(line: &'a [u8], key: &[u8]) -> Option<&'a [u8]> {
     let window = &line[..line.len().min(PEEK)];
-    let mut quoted = Vec::with_capacity(key.len() + 2);
-    quoted.push(b'"');
-    quoted.extend_from_slice(key);
-    quoted.push(b'"');
-    let at = memchr::memmem::find(window, &quoted)? + quoted.len();
+    let at = memchr::memmem::find(window, key)? + key.len();
     let rest = line[at..].trim_ascii_start().strip_prefix(b":")?;
     Some(rest.trim_ascii_start())
 }
@@ -306,8 +306,8 @@ mod tests {
     fn peeks_types_ids_and_times() {
         let l = br#"{"timestamp": 17.5, "message": {"type": "ToolResult", "payload": {"tool_call_id": "c1", "return_value": {}}}}"#;
         assert_eq!(event_type(l), Some(&b"ToolResult"[..]));
-        assert_eq!(quick_string(l, b"tool_call_id"), Some("c1"));
-        assert_eq!(quick_number(l, b"timestamp"), Some(17.5));
-        assert_eq!(quick_string(br#"{"type": "a\"b"}"#, b"type"), None);
+        assert_eq!(quick_string(l, br#""tool_call_id""#), Some("c1"));
+        assert_eq!(quick_number(l, br#""timestamp""#), Some(17.5));
+        assert_eq!(quick_string(br#"{"type": "a\"b"}"#, br#""type""#), None);
     }
 }
