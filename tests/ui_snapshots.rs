@@ -5,20 +5,19 @@
 
 mod common;
 
-use common::ui::{press, press_code};
+use common::ui::{press, press_code, submit_search};
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::KeyCode;
 use ratatui::layout::Size;
 use ratatui::Terminal;
 use worldline::session::SessionSummary;
-use worldline::ui::app::{Action, App, Effect};
+use worldline::ui::app::{Action, App};
 use worldline::ui::theme::Theme;
-use worldline::ui::{search, view};
+use worldline::ui::view;
 use worldline::worldline::Session;
 
 fn fixture_dir(name: &str) -> std::path::PathBuf {
@@ -111,17 +110,7 @@ fn search() {
         let mut app = app_on("dmail_twice", w, h);
         press(&mut app, "/Fold");
         insta::assert_snapshot!(format!("search_prompt_{w}x{h}"), render(&mut app));
-        let Effect::Search(req) = press_code(&mut app, KeyCode::Enter) else {
-            panic!("Enter searches");
-        };
-        let got = Mutex::new(Vec::new());
-        search::scan(&req, &AtomicBool::new(false), &|a| {
-            got.lock().unwrap().push(a);
-            true
-        });
-        for a in got.into_inner().unwrap() {
-            app.update(a);
-        }
+        submit_search(&mut app);
         press(&mut app, "n");
         insta::assert_snapshot!(format!("search_hits_{w}x{h}"), render(&mut app));
     }

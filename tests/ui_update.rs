@@ -3,10 +3,9 @@
 
 mod common;
 
-use common::ui::{press, press_code};
+use common::ui::{press, press_code, submit_search};
 
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::{Position, Size};
@@ -14,7 +13,6 @@ use worldline::model::{Marker, Role};
 use worldline::ui::app::{Action, App, Effect, LiveState, Overlay};
 use worldline::ui::compose::NOT_A_CHECKPOINT;
 use worldline::ui::keys::{self, Mode};
-use worldline::ui::search;
 use worldline::ui::theme::Theme;
 use worldline::worldline::Session;
 
@@ -172,17 +170,7 @@ fn run_search(app: &mut App, query: &str) {
     press(app, "/");
     let effect = press(app, query);
     assert!(matches!(effect, Effect::None));
-    let Effect::Search(req) = press_code(app, KeyCode::Enter) else {
-        panic!("Enter starts a search");
-    };
-    let got = Mutex::new(Vec::new());
-    search::scan(&req, &AtomicBool::new(false), &|a| {
-        got.lock().unwrap().push(a);
-        true
-    });
-    for a in got.into_inner().unwrap() {
-        app.update(a);
-    }
+    submit_search(app);
 }
 
 #[test]

@@ -1,8 +1,12 @@
 //! Driving the TUI's pure state with typed keys, as a user would.
 
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use worldline::ui::app::{App, Effect};
 use worldline::ui::keys::{self, Mode};
+use worldline::ui::search;
 
 /// Presses keys by their characters.
 pub fn press(app: &mut App, typed: &str) -> Effect {
@@ -23,5 +27,21 @@ pub fn press_code(app: &mut App, code: KeyCode) -> Effect {
     match keys::key(mode, &KeyEvent::new(code, KeyModifiers::NONE)) {
         Some(a) => app.update(a),
         None => Effect::None,
+    }
+}
+
+/// Presses Enter on a typed search and applies its results, running the
+/// search worker's scan on this thread.
+pub fn submit_search(app: &mut App) {
+    let Effect::Search(req) = press_code(app, KeyCode::Enter) else {
+        panic!("Enter starts a search");
+    };
+    let got = Mutex::new(Vec::new());
+    search::scan(&req, &AtomicBool::new(false), &|a| {
+        got.lock().unwrap().push(a);
+        true
+    });
+    for a in got.into_inner().unwrap() {
+        app.update(a);
     }
 }
