@@ -23,6 +23,7 @@ fn index_in_chunks(name: &str, bytes: &[u8], cuts: &[usize]) -> FileIndex {
 fn build(files: Vec<FileIndex>) -> Session {
     let s = Session::from_parts(
         std::path::Path::new("/nonexistent"),
+        None,
         AgentFiles {
             files,
             ..AgentFiles::default()

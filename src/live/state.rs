@@ -340,6 +340,8 @@ pub struct SessionState {
     main: AgentState,
     subs: BTreeMap<PathBuf, AgentState>,
     title: Option<Stamp>,
+    /// `state.json`'s title, read again only when its stamp changes.
+    title_text: Option<String>,
     /// Directories a native watcher should cover.
     dirs: Vec<PathBuf>,
 }
@@ -350,6 +352,7 @@ impl SessionState {
             main: AgentState::new(dir, dir.to_path_buf(), false),
             subs: BTreeMap::new(),
             title: None,
+            title_text: None,
             dirs: vec![dir.to_path_buf()],
             dir: dir.to_path_buf(),
         }
@@ -406,6 +409,7 @@ impl SessionState {
         let title = stamp(&self.dir.join("state.json"));
         if title != self.title {
             self.title = title;
+            self.title_text = crate::session::title(&self.dir);
             changed = true;
         }
         Refresh {
@@ -446,6 +450,7 @@ impl SessionState {
         subs.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.dir.cmp(&b.1.dir)));
         Some(Session::from_parts(
             &self.dir,
+            self.title_text.clone(),
             main,
             subs.into_iter().map(|(_, f)| f).collect(),
         ))

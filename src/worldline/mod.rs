@@ -99,11 +99,16 @@ impl Session {
             let meta = SubagentMeta::read(&sub_dir);
             subs.push(read_agent(dir, &sub_dir, Some(meta))?);
         }
-        Ok(Session::from_parts(dir, main, subs))
+        Ok(Session::from_parts(dir, session::title(dir), main, subs))
     }
 
     /// Rebuilds from files already indexed (pure).
-    pub fn from_parts(dir: &Path, main: AgentFiles, subagents: Vec<AgentFiles>) -> Session {
+    pub fn from_parts(
+        dir: &Path,
+        title: Option<String>,
+        main: AgentFiles,
+        subagents: Vec<AgentFiles>,
+    ) -> Session {
         let mut graph = Graph::default();
         let mut agents = Vec::with_capacity(1 + subagents.len());
         let mut warnings = Vec::new();
@@ -130,7 +135,7 @@ impl Session {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
-            title: session::title(dir),
+            title,
             dir: dir.to_path_buf(),
             agents,
             graph,
