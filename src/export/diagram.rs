@@ -32,33 +32,69 @@ fn dot_escape(s: &str) -> String {
         .replace("\\\\n", "\\n")
 }
 
-pub fn dot(s: &Session) -> String {
-    let mut out =
-        String::from("digraph worldlines {\n  rankdir=LR;\n  node [shape=box, style=rounded];\n");
+/// One piece of a diagram: a world line, a fork from its origin, or a
+/// subagent hanging off the parent's world line. Ids are `a{agent}l{line}`.
+enum Item {
+    Line {
+        id: String,
+        label: String,
+    },
+    Fork {
+        from: String,
+        to: String,
+        label: String,
+    },
+    Subagent {
+        from: String,
+        to: String,
+        label: String,
+    },
+}
+
+/// Every diagram walks the session the same way; only the syntax differs.
+fn items(s: &Session) -> Vec<Item> {
+    let mut out = Vec::new();
     for (a, agent) in s.agents.iter().enumerate() {
         let f = &agent.family;
         for i in 0..f.lines.len() {
-            let _ = writeln!(
-                out,
-                "  a{a}l{i} [label=\"{}\"];",
-                dot_escape(&line_label(f, i))
-            );
+            out.push(Item::Line {
+                id: format!("a{a}l{i}"),
+                label: line_label(f, i),
+            });
             if let Some(o) = f.lines[i].fork.as_ref().and_then(|k| k.origin) {
-                let _ = writeln!(
-                    out,
-                    "  a{a}l{o} -> a{a}l{i} [label=\"{}\"];",
-                    dot_escape(&edge_label(f, i))
-                );
+                out.push(Item::Fork {
+                    from: format!("a{a}l{o}"),
+                    to: format!("a{a}l{i}"),
+                    label: edge_label(f, i),
+                });
             }
         }
         if let (Some(meta), Some(call)) = (&agent.meta, agent.parent_call) {
-            let _ = writeln!(
-                out,
-                "  a0l{} -> a{a}l0 [style=dashed, label=\"{}\"];",
-                call.line,
-                dot_escape(&format!("subagent {}", sanitize_line(&meta.agent_id, 30)))
-            );
+            out.push(Item::Subagent {
+                from: format!("a0l{}", call.line),
+                to: format!("a{a}l0"),
+                label: format!("subagent {}", sanitize_line(&meta.agent_id, 30)),
+            });
         }
+    }
+    out
+}
+
+pub fn dot(s: &Session) -> String {
+    let mut out =
+        String::from("digraph worldlines {\n  rankdir=LR;\n  node [shape=box, style=rounded];\n");
+    for item in items(s) {
+        let _ = match item {
+            Item::Line { id, label } => writeln!(out, "  {id} [label=\"{}\"];", dot_escape(&label)),
+            Item::Fork { from, to, label } => {
+                writeln!(out, "  {from} -> {to} [label=\"{}\"];", dot_escape(&label))
+            }
+            Item::Subagent { from, to, label } => writeln!(
+                out,
+                "  {from} -> {to} [style=dashed, label=\"{}\"];",
+                dot_escape(&label)
+            ),
+        };
     }
     out.push_str("}\n");
     out
@@ -71,26 +107,16 @@ fn mm_escape(s: &str) -> String {
 
 pub fn mermaid(s: &Session) -> String {
     let mut out = String::from("graph LR\n");
-    for (a, agent) in s.agents.iter().enumerate() {
-        let f = &agent.family;
-        for i in 0..f.lines.len() {
-            let _ = writeln!(out, "  a{a}l{i}[\"{}\"]", mm_escape(&line_label(f, i)));
-            if let Some(o) = f.lines[i].fork.as_ref().and_then(|k| k.origin) {
-                let _ = writeln!(
-                    out,
-                    "  a{a}l{o} -->|\"{}\"| a{a}l{i}",
-                    mm_escape(&edge_label(f, i))
-                );
+    for item in items(s) {
+        let _ = match item {
+            Item::Line { id, label } => writeln!(out, "  {id}[\"{}\"]", mm_escape(&label)),
+            Item::Fork { from, to, label } => {
+                writeln!(out, "  {from} -->|\"{}\"| {to}", mm_escape(&label))
             }
-        }
-        if let (Some(meta), Some(call)) = (&agent.meta, agent.parent_call) {
-            let _ = writeln!(
-                out,
-                "  a0l{} -.->|\"subagent {}\"| a{a}l0",
-                call.line,
-                mm_escape(&sanitize_line(&meta.agent_id, 30))
-            );
-        }
+            Item::Subagent { from, to, label } => {
+                writeln!(out, "  {from} -.->|\"{}\"| {to}", mm_escape(&label))
+            }
+        };
     }
     out
 }
