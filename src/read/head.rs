@@ -111,8 +111,7 @@ pub fn head_from_parts(
     calls_cut: bool,
 ) -> Result<(Head, Option<String>), String> {
     // Same words as the exact path gives a record without a usable role.
-    let head = head_from_fields(fields).ok_or("record has no string \"role\"")?;
-    let mut head = head;
+    let mut head = head_from_fields(fields).ok_or("record has no string \"role\"")?;
     let mut note = None;
     if let Some(start) = content_start.filter(|c| worth_parsing(&head.role, window(c))) {
         match marker_from_leading_parts(&head.role, start) {
