@@ -60,6 +60,8 @@ pub enum TreeFormat {
     Json,
     Dot,
     Mermaid,
+    /// One self-contained page: the map, then every world line's conversation
+    Html,
 }
 
 #[derive(Debug, Clone, Args)]

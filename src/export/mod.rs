@@ -2,11 +2,14 @@
 //! dot and a Mermaid diagram.
 
 mod diagram;
+pub mod html;
 pub mod json;
+mod markup;
 mod plain;
 pub mod story;
 
 pub use diagram::{dot, mermaid};
+pub use html::html;
 pub use plain::{fork_label, text_tree};
 
 use crate::cli::{TreeArgs, TreeFormat};
@@ -21,6 +24,7 @@ pub fn tree_command(args: &TreeArgs) -> anyhow::Result<()> {
         TreeFormat::Json => serde_json::to_string_pretty(&json::session_json(&s))? + "\n",
         TreeFormat::Dot => dot(&s),
         TreeFormat::Mermaid => mermaid(&s),
+        TreeFormat::Html => html(&s),
     };
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
@@ -45,6 +49,12 @@ pub fn format_time(unix: f64) -> String {
         rem / 3600,
         rem % 3600 / 60
     )
+}
+
+/// `HH:MM:SS` of a Unix time, in UTC.
+pub fn format_clock(unix: f64) -> String {
+    let s = (unix.max(0.0) as i64).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60)
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's method).

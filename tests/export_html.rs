@@ -1,0 +1,289 @@
+//! `tree --format html`: one self-contained page. Every world line (and
+//! subagent) has its section and a link to it; session text is escaped, never
+//! markup; and in a real headless Chromium the page makes no request at all
+//! — checked by pointing the browser's proxy (and the hostile page's own
+//! links) at a listener that must see nothing, while a control page proves
+//! the listener would have.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use worldline::export::html;
+use worldline::worldline::Session;
+
+fn every_fixture() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = kimi_fixtures().iter().map(|s| session_dir(s)).collect();
+    v.extend(scenarios("kimi-code-legacy"));
+    v
+}
+
+#[test]
+fn snapshots_of_the_dmail_fixtures() {
+    for scenario in ["dmail_basic", "dmail_twice", "dmail_errors"] {
+        let s = Session::load(&fixture_session("kimi-cli", scenario)).unwrap();
+        insta::assert_snapshot!(format!("{scenario}_html"), html(&s));
+    }
+}
+
+#[test]
+fn every_world_line_has_a_section_and_a_link() {
+    for dir in every_fixture() {
+        let s = Session::load(&dir).unwrap();
+        let page = html(&s);
+        for (k, a) in s.agents.iter().enumerate() {
+            for i in 0..a.family.lines.len() {
+                let id = format!("a{k}-l{i}");
+                assert!(
+                    page.contains(&format!("<section id=\"{id}\"")),
+                    "{}: no section {id}",
+                    dir.display()
+                );
+                assert!(
+                    page.contains(&format!("href=\"#{id}\"")),
+                    "{}: nothing links to {id}",
+                    dir.display()
+                );
+            }
+        }
+        assert!(
+            page.contains("Content-Security-Policy"),
+            "{}",
+            dir.display()
+        );
+        for bad in ["<script", "<link", "<iframe", "src=", "url(", "@import"] {
+            assert!(!page.contains(bad), "{}: {bad}", dir.display());
+        }
+    }
+}
+
+#[test]
+fn conversation_and_dmails_are_shown() {
+    let s = Session::load(&fixture_session("kimi-cli", "dmail_errors")).unwrap();
+    let page = html(&s);
+    for want in [
+        "errors please",
+        "to the far future",
+        "There is no checkpoint with the given ID",
+        "Only one D-Mail can be sent at a time",
+        "accepted: created <a href=\"#a0-l1\">world line β</a>",
+        "After the revert to 0.",
+        "<details><summary>",
+    ] {
+        assert!(page.contains(want), "{want} missing");
+    }
+    let s = Session::load(&fixture_session("kimi-cli", "subagent")).unwrap();
+    let page = html(&s);
+    assert!(page.contains("subagent coder · explore repo"), "{page}");
+    assert!(page.contains("⇲ ran <a href=\"#a1\">subagent explore repo</a>"));
+}
+
+/// A session whose every text field tries to be markup or to fetch.
+fn hostile_session(dir: &Path, probe: &str) {
+    let evil = format!(
+        "<script>fetch('{probe}/script')</script><img src=\"{probe}/img\">\
+         <link rel=stylesheet href=\"{probe}/css\"><style>@import '{probe}/import';</style>\
+         <iframe src=\"{probe}/frame\"></iframe>&amp; \x1b[31m"
+    );
+    let mut old = vec![sys()];
+    old.extend(turn(0, &evil, &evil));
+    old.push(dmail_call("c1", &evil, 0));
+    old.push(dmail_ok("c1"));
+    old.push(dmail_call("c2", &evil, 9));
+    old.push(dmail_err("c2", &evil));
+    write(dir, "context_1.jsonl", &old);
+    write(dir, "context.jsonl", &revert(&old, 0, &evil));
+    std::fs::write(
+        dir.join("state.json"),
+        serde_json::json!({ "custom_title": evil }).to_string(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn session_text_is_escaped_not_markup() {
+    let dir = tempfile::tempdir().unwrap();
+    hostile_session(dir.path(), "http://127.0.0.1:9");
+    let page = html(&Session::load(dir.path()).unwrap());
+    for bad in ["<script", "<img", "<iframe", "<link", "\x1b"] {
+        assert!(!page.contains(bad), "{bad} reached the page");
+    }
+    assert!(page.contains("&lt;script&gt;fetch("));
+    assert!(page.contains("␛[31m"));
+}
+
+/// Records requests to a local listener.
+struct Probe {
+    url: String,
+    port: u16,
+    /// The first line of each request, for the failure message.
+    seen: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Probe {
+    fn start() -> Probe {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        std::thread::spawn(move || {
+            for conn in l.incoming() {
+                let Ok(mut c) = conn else { continue };
+                let _ = c.set_read_timeout(Some(Duration::from_millis(200)));
+                let mut buf = [0u8; 1024];
+                let n = c.read(&mut buf).unwrap_or(0);
+                let first = String::from_utf8_lossy(&buf[..n]);
+                log.lock()
+                    .unwrap()
+                    .push(first.lines().next().unwrap_or("").to_string());
+                let _ = std::io::Write::write_all(
+                    &mut c,
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+            }
+        });
+        Probe {
+            url: format!("http://127.0.0.1:{port}"),
+            port,
+            seen,
+        }
+    }
+}
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            let out = Command::new("which").arg(name).output().ok()?;
+            out.status
+                .success()
+                .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        })
+}
+
+/// The DOM after load, with every request of the page sent to `probe`.
+fn dump_dom(browser: &Path, page: &Path, probe: &Probe) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--disable-default-apps",
+            "--disable-domain-reliability",
+            "--disable-client-side-phishing-detection",
+            "--no-pings",
+            "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,Translate,AutofillServerCommunication,CertificateTransparencyComponentUpdater",
+            "--virtual-time-budget=3000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--proxy-server=http://127.0.0.1:{}", probe.port))
+        .arg("--proxy-bypass-list=<-loopback>")
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn headless_chromium_shows_every_world_line_and_makes_no_request() {
+    let Some(browser) = chromium() else {
+        eprintln!("SKIP: no chromium on PATH (apt-get install chromium); the HTML browser test did not run");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let probe = Probe::start();
+
+    // The harness can see a request: a plain page with an image does fetch.
+    let control = tmp.path().join("control.html");
+    std::fs::write(
+        &control,
+        format!("<!DOCTYPE html><img src=\"{}/control.png\">", probe.url),
+    )
+    .unwrap();
+    dump_dom(&browser, &control, &probe);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        probe
+            .seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("/control.png")),
+        "the probe saw no request from the control page: {:?}",
+        probe.seen.lock().unwrap()
+    );
+    probe.seen.lock().unwrap().clear();
+
+    // What the browser fetches by itself (sign-in, connectivity checks) on
+    // an empty page is its own, not the page's: those hosts are set aside.
+    let blank = tmp.path().join("blank.html");
+    std::fs::write(&blank, "<!DOCTYPE html><title>blank</title>").unwrap();
+    dump_dom(&browser, &blank, &probe);
+    std::thread::sleep(Duration::from_millis(300));
+    let host = |line: &str| {
+        let target = line.split(' ').nth(1).unwrap_or("");
+        let target = target.strip_prefix("http://").unwrap_or(target);
+        target.split(['/', ':']).next().unwrap_or("").to_string()
+    };
+    let own: std::collections::HashSet<String> =
+        probe.seen.lock().unwrap().iter().map(|l| host(l)).collect();
+    assert!(!own.contains("127.0.0.1"), "{own:?}");
+    probe.seen.lock().unwrap().clear();
+
+    let mut pages = Vec::new();
+    let hostile = tmp.path().join("hostile");
+    std::fs::create_dir(&hostile).unwrap();
+    hostile_session(&hostile, &probe.url);
+    pages.push(hostile);
+    pages.push(fixture_session("kimi-cli", "dmail_twice"));
+    pages.push(fixture_session("kimi-cli", "subagent"));
+    for (n, dir) in pages.iter().enumerate() {
+        let s = Session::load(dir).unwrap();
+        let file = tmp.path().join(format!("page{n}.html"));
+        std::fs::write(&file, html(&s)).unwrap();
+        let dom = dump_dom(&browser, &file, &probe);
+        for (k, a) in s.agents.iter().enumerate() {
+            for i in 0..a.family.lines.len() {
+                assert!(
+                    dom.contains(&format!("<section id=\"a{k}-l{i}\"")),
+                    "{}: world line a{k}-l{i} not in the DOM",
+                    dir.display()
+                );
+            }
+        }
+        for bad in ["<script", "<img", "<iframe", "<link"] {
+            assert!(!dom.contains(bad), "{}: {bad} in the DOM", dir.display());
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let page_requests: Vec<String> = probe
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| !own.contains(&host(l)))
+        .cloned()
+        .collect();
+    assert!(
+        page_requests.is_empty(),
+        "the report made requests: {page_requests:?}"
+    );
+}
