@@ -16,6 +16,7 @@ pub mod live;
 pub mod model;
 pub mod read;
 pub mod session;
+pub mod sources;
 pub mod text;
 pub mod ui;
 pub mod worldline;
