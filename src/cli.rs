@@ -155,7 +155,14 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Watch(args)) => crate::live::watch_command(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Send(args)) => crate::denwa::send_command(&args),
-        Some(Command::Demo(args)) => crate::demo::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Demo(args)) => {
+            let opts = crate::demo::DemoOptions {
+                dir: args.dir,
+                headless: args.headless,
+                speed: args.speed,
+            };
+            crate::demo::run(&opts).map(|()| ExitCode::SUCCESS)
+        }
         Some(Command::Replay(args)) => {
             let dir = crate::session::resolve(
                 args.session.as_deref(),

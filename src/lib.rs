@@ -17,6 +17,7 @@ pub mod model;
 pub mod read;
 pub mod replay;
 pub mod session;
+pub mod sources;
 pub mod text;
 pub mod ui;
 pub mod worldline;

@@ -1,34 +1,30 @@
-//! Untrusted text into XML and HTML (the SVG map and the HTML report):
-//! control characters become their visible stand-ins first (as in the
-//! terminal, and because XML 1.0 cannot hold most of them at all), then the
-//! five markup characters become entities, so session text is only ever
-//! text — never a tag, an attribute's end or an entity.
+//! Untrusted text into XML and HTML (the SVG map and the HTML report), by
+//! `text::escape_html`: control characters become their visible stand-ins
+//! (XML 1.0 cannot hold most of them at all), the five markup characters
+//! entities, so session text is only ever text — never a tag, an
+//! attribute's end or an entity. Here: keeping line breaks, and the two
+//! non-characters XML also refuses.
 
-use crate::text::sanitize;
+use crate::text::escape_html;
 
-/// Text for an element's content or a quoted attribute value.
+/// Text for an element's content or a quoted attribute value; line breaks
+/// and tabs are kept (for `<pre>` and `white-space: pre-wrap`).
 pub fn esc(s: &str) -> String {
-    let safe = sanitize(s, true);
-    let mut out = String::with_capacity(safe.len() + safe.len() / 8);
-    for c in safe.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            // Not characters XML allows; sanitize leaves them.
-            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
+    let mut out = String::with_capacity(s.len() + s.len() / 8);
+    let mut from = 0;
+    for (at, sep) in s.match_indices(['\n', '\t']) {
+        out.push_str(&esc_line(&s[from..at]));
+        out.push_str(sep);
+        from = at + sep.len();
     }
+    out.push_str(&esc_line(&s[from..]));
     out
 }
 
-/// Like `esc`, on one line: tabs and newlines become spaces (attribute
-/// values and SVG text, where a newline would be folded anyway).
+/// One line of text: a newline inside shows as `⏎`.
 pub fn esc_line(s: &str) -> String {
-    esc(&s.replace(['\n', '\t', '\r'], " "))
+    // Not characters XML allows, and `sanitize` keeps them.
+    escape_html(&s.replace(['\u{fffe}', '\u{ffff}'], "\u{fffd}"))
 }
 
 #[cfg(test)]
@@ -42,7 +38,7 @@ mod tests {
             "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;"
         );
         assert_eq!(esc("a\x1b[31m\u{0}b"), "a␛[31m␀b");
-        assert_eq!(esc("two\nlines"), "two\nlines");
-        assert_eq!(esc_line("two\nlines"), "two lines");
+        assert_eq!(esc("two\nlines\tand\ttabs\n"), "two\nlines\tand\ttabs\n");
+        assert_eq!(esc_line("two\nlines"), "two⏎lines");
     }
 }
