@@ -62,6 +62,8 @@ pub enum TreeFormat {
     Mermaid,
     /// One self-contained page: the map, then every world line's conversation
     Html,
+    /// The world-line map as a picture
+    Svg,
 }
 
 #[derive(Debug, Clone, Args)]

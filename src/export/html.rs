@@ -108,6 +108,9 @@ pub fn html(s: &Session) -> String {
             .map(|(a, b)| format!(" · {} UTC, {}", super::format_time(a), duration(b - a)))
             .unwrap_or_default()
     );
+    out.push_str("<nav class=\"map\" aria-label=\"world-line map\">\n");
+    out.push_str(&super::svg::map_svg(s, &super::svg::SvgOptions::embedded()));
+    out.push_str("</nav>\n");
     index(&mut out, &story);
     for (k, agent) in story.agents.iter().enumerate() {
         agent_section(&mut out, s, &story, k, agent);

@@ -1,5 +1,6 @@
 //! Printing a rebuilt session: a readable tree, the JSON contract, Graphviz
-//! dot and a Mermaid diagram.
+//! dot and Mermaid diagrams, the SVG map and the one-file HTML report; all
+//! say what happened in the words of `story`.
 
 mod diagram;
 pub mod html;
@@ -7,10 +8,12 @@ pub mod json;
 mod markup;
 mod plain;
 pub mod story;
+pub mod svg;
 
 pub use diagram::{dot, mermaid};
 pub use html::html;
 pub use plain::{fork_label, text_tree};
+pub use svg::{map_svg, SvgOptions};
 
 use crate::cli::{TreeArgs, TreeFormat};
 use crate::session::{self, Locator};
@@ -25,6 +28,7 @@ pub fn tree_command(args: &TreeArgs) -> anyhow::Result<()> {
         TreeFormat::Dot => dot(&s),
         TreeFormat::Mermaid => mermaid(&s),
         TreeFormat::Html => html(&s),
+        TreeFormat::Svg => map_svg(&s, &SvgOptions::standalone()),
     };
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
