@@ -84,23 +84,77 @@ fn fmt(v: f64) -> String {
     }
 }
 
-/// Where everything goes.
+/// Where everything goes. x is the map's written order, scaled per track:
+/// each track's own records get their share of the width, but at least
+/// `MIN_SEGMENT`, so a short world line beside a 600-record one still
+/// shows its ticks.
 struct Layout {
     left: f64,
-    unit: f64,
+    /// Per non-empty track in x order: first x, one past the last, left
+    /// edge in pixels, pixels per record.
+    segments: Vec<(usize, usize, f64, f64)>,
     top: f64,
     right: f64,
 }
 
+/// The narrowest a non-empty track is drawn.
+const MIN_SEGMENT: f64 = 120.0;
+
 impl Layout {
-    /// Centre of record `x`.
-    fn cx(&self, x: usize) -> f64 {
-        self.left + (x as f64 + 0.5) * self.unit
+    fn new(map: &Map, left: f64, top: f64) -> Layout {
+        let unit = (TRACKS_MAX / map.width.max(1) as f64).min(UNIT_MAX);
+        let mut runs: Vec<(usize, usize)> = map
+            .tracks
+            .iter()
+            .map(|t| (t.own.start, t.own.end))
+            .collect();
+        runs.sort_unstable();
+        let mut segments = Vec::with_capacity(runs.len());
+        let mut px = left;
+        // Empty tracks take no width; their x falls at the previous end.
+        for (a, b) in runs.into_iter().filter(|r| r.0 < r.1) {
+            let len = (b - a) as f64;
+            let w = (len * unit).max(MIN_SEGMENT.min(len * UNIT_MAX));
+            segments.push((a, b, px, w / len));
+            px += w;
+        }
+        Layout {
+            left,
+            segments,
+            top,
+            right: px,
+        }
     }
 
-    /// Left edge of record `x`.
+    /// Pixel of position `x` (fractional: `x + 0.5` is a record's centre).
+    fn px(&self, x: f64) -> f64 {
+        let i = self
+            .segments
+            .partition_point(|s| s.0 as f64 <= x)
+            .saturating_sub(1);
+        match self.segments.get(i) {
+            Some(&(a, _, start, per)) => start + (x - a as f64) * per,
+            None => self.left,
+        }
+    }
+
+    /// Centre of record `x`.
+    fn cx(&self, x: usize) -> f64 {
+        self.px(x as f64 + 0.5)
+    }
+
+    /// Left edge of record `x`; the right edge of a track is `ex(end)` on
+    /// its own segment, see `track_end`.
     fn ex(&self, x: usize) -> f64 {
-        self.left + x as f64 * self.unit
+        self.px(x as f64)
+    }
+
+    /// Right edge of the run ending at `end` (exclusive).
+    fn track_end(&self, end: usize) -> f64 {
+        match self.segments.iter().find(|s| s.1 == end) {
+            Some(&(a, b, start, per)) => start + (b - a) as f64 * per,
+            None => self.ex(end),
+        }
     }
 
     fn ty(&self, line: usize) -> f64 {
@@ -151,15 +205,7 @@ pub fn map_svg(s: &Session, opts: &SvgOptions) -> String {
         .iter()
         .map(|t| text_px(&t.name, 15.0))
         .fold(12.0, f64::max);
-    let unit = (TRACKS_MAX / map.width.max(1) as f64).min(UNIT_MAX);
-    let left = PAD + name_w + 14.0;
-    let top = PAD + 46.0;
-    let l = Layout {
-        left,
-        unit,
-        top,
-        right: left + map.width as f64 * unit,
-    };
+    let l = Layout::new(&map, PAD + name_w + 14.0, PAD + 46.0);
     let mut body = String::new();
     let mut widest = l.right;
 
@@ -343,7 +389,7 @@ fn track(
     let colour = line_colour(t.colour);
     let y = l.ty(t.line);
     let x0 = l.ex(t.own.start);
-    let x1 = l.ex(t.own.end).max(x0 + 2.0);
+    let x1 = l.track_end(t.own.end).max(x0 + 2.0);
     let story = lines.get(t.line);
     let mut tip = format!("world line {} · {}", t.name, t.file);
     if let Some(st) = story {
