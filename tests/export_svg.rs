@@ -5,19 +5,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::*;
 use worldline::export::{map_svg, SvgOptions};
 use worldline::worldline::names::line_name;
 use worldline::worldline::Session;
-
-fn every_fixture() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = kimi_fixtures().iter().map(|s| session_dir(s)).collect();
-    v.extend(scenarios("kimi-code-legacy"));
-    v
-}
 
 /// All text a viewer can read: `<text>` contents and `<title>` tooltips.
 fn texts(doc: &roxmltree::Document, tag: &str) -> Vec<String> {
@@ -51,7 +45,7 @@ fn snapshots_of_the_dmail_fixtures() {
 
 #[test]
 fn every_fixture_is_valid_svg_naming_every_world_line_and_dmail() {
-    for dir in every_fixture() {
+    for dir in every_session() {
         let name = dir.display().to_string();
         let s = Session::load(&dir).unwrap();
         let svg = map_svg(&s, &SvgOptions::standalone());
@@ -155,13 +149,6 @@ fn embedded_maps_link_each_track_to_its_section() {
     assert_eq!(links, ["#a0-l0", "#a0-l1", "#a0-l2"]);
 }
 
-fn rsvg() -> Option<PathBuf> {
-    let out = Command::new("which").arg("rsvg-convert").output().ok()?;
-    out.status
-        .success()
-        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-}
-
 /// PNG width and height from its IHDR.
 fn png_size(p: &Path) -> (u32, u32) {
     let b = std::fs::read(p).unwrap();
@@ -171,13 +158,13 @@ fn png_size(p: &Path) -> (u32, u32) {
 }
 
 #[test]
-fn rsvg_convert_renders_every_fixture() {
-    let Some(rsvg) = rsvg() else {
+fn rsvg_convert_renders_every_session() {
+    let Some(rsvg) = which(&["rsvg-convert"]) else {
         eprintln!("SKIP: no rsvg-convert on PATH (apt-get install librsvg2-bin); the SVG render test did not run");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    for (k, dir) in every_fixture().iter().enumerate() {
+    for (k, dir) in every_session().iter().enumerate() {
         let s = Session::load(dir).unwrap();
         let svg = map_svg(&s, &SvgOptions::standalone());
         let (w, h) = size(&roxmltree::Document::parse(&svg).unwrap());

@@ -598,15 +598,8 @@ fn body_html(
 /// Escaped text in `tag`, folded into `<details>` when long (or always with
 /// `fold`), capped at `MAX_PART`.
 fn text_block(out: &mut String, text: &str, fold: bool, tag: &str, label: Option<&str>) {
-    let (shown, rest) = if text.len() > MAX_PART {
-        let mut cut = MAX_PART;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        (&text[..cut], text.len() - cut)
-    } else {
-        (text, 0)
-    };
+    let shown = &text[..text.floor_char_boundary(MAX_PART)];
+    let rest = text.len() - shown.len();
     let close = tag.split(' ').next().unwrap_or("p");
     let lines = shown.lines().count();
     let long = shown.len() > FOLD_BYTES || lines > FOLD_LINES;
