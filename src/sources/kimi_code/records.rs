@@ -68,6 +68,7 @@ pub fn branch_index(wire: &WireIndex, tree: &WireTree, b: usize) -> FileIndex {
         path: wire.path.clone(),
         records: records_on(&wire.entries, &chain),
         warnings: Vec::new(),
+        dropped_warnings: 0,
         bytes: wire.bytes,
     }
 }
