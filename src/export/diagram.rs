@@ -1,6 +1,7 @@
 //! Graphviz and Mermaid diagrams of the world-line tree: one node per world
-//! line, an edge from each origin labelled with why it forked, and subagents
-//! hanging off the world line that ran them.
+//! line, an edge from each origin labelled with why it forked, subagents
+//! hanging off the world line that ran them, and sessions made from this
+//! one (or it from another) by `/fork` and `/undo` as nodes of their own.
 
 use std::fmt::Write;
 
@@ -49,6 +50,24 @@ enum Item {
         to: String,
         label: String,
     },
+    /// Another session (the source, or a fork of this one).
+    Session {
+        id: String,
+        label: String,
+    },
+    Lineage {
+        from: String,
+        to: String,
+        label: String,
+    },
+}
+
+fn link_label(l: &crate::worldline::SessionLink) -> String {
+    format!("/{} · {} records", l.kind.as_str(), l.records)
+}
+
+fn session_label(id: &str) -> String {
+    format!("session {}", sanitize_line(id, 36))
 }
 
 /// Every diagram walks the session the same way; only the syntax differs.
@@ -77,6 +96,29 @@ fn items(s: &Session) -> Vec<Item> {
             });
         }
     }
+    if let Some(src) = &s.forked_from {
+        out.push(Item::Session {
+            id: "src".into(),
+            label: session_label(&src.session),
+        });
+        out.push(Item::Lineage {
+            from: "src".into(),
+            to: "a0l0".into(),
+            label: link_label(src),
+        });
+    }
+    let current = s.main().lines.len().saturating_sub(1);
+    for (k, fork) in s.forks.iter().enumerate() {
+        out.push(Item::Session {
+            id: format!("fork{k}"),
+            label: session_label(&fork.session),
+        });
+        out.push(Item::Lineage {
+            from: format!("a0l{current}"),
+            to: format!("fork{k}"),
+            label: link_label(fork),
+        });
+    }
     out
 }
 
@@ -92,6 +134,16 @@ pub fn dot(s: &Session) -> String {
             Item::Subagent { from, to, label } => writeln!(
                 out,
                 "  {from} -> {to} [style=dashed, label=\"{}\"];",
+                dot_escape(&label)
+            ),
+            Item::Session { id, label } => writeln!(
+                out,
+                "  {id} [shape=folder, label=\"{}\"];",
+                dot_escape(&label)
+            ),
+            Item::Lineage { from, to, label } => writeln!(
+                out,
+                "  {from} -> {to} [style=bold, label=\"{}\"];",
                 dot_escape(&label)
             ),
         };
@@ -115,6 +167,10 @@ pub fn mermaid(s: &Session) -> String {
             }
             Item::Subagent { from, to, label } => {
                 writeln!(out, "  {from} -.->|\"{}\"| {to}", mm_escape(&label))
+            }
+            Item::Session { id, label } => writeln!(out, "  {id}[/\"{}\"/]", mm_escape(&label)),
+            Item::Lineage { from, to, label } => {
+                writeln!(out, "  {from} ==>|\"{}\"| {to}", mm_escape(&label))
             }
         };
     }
