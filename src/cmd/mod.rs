@@ -38,7 +38,9 @@ pub fn exit(result: anyhow::Result<ExitCode>) -> ExitCode {
         Ok(code) => code,
         Err(e) if e.downcast_ref::<Closed>().is_some() => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("worldline: {err:#}");
+            // Errors embed paths and file contents: never raw to the terminal.
+            let text = worldline::text::sanitize_message(&format!("{err:#}"));
+            eprintln!("worldline: {text}");
             ExitCode::from(exit_code_for(&err))
         }
     }

@@ -72,15 +72,25 @@ fn seed() -> u64 {
     nanos ^ (u64::from(std::process::id()) << 32)
 }
 
-/// What `worldline demo` was asked to do.
-#[derive(Debug, Clone)]
+/// How to run the demo: plain values, so the library never sees clap.
+#[derive(Debug, Clone, PartialEq)]
 pub struct DemoOptions {
-    /// Write the demo session here instead of a fresh temporary directory.
+    /// Write the session here instead of a fresh temporary directory.
     pub dir: Option<PathBuf>,
     /// Run only the agent; print the session directory on the first line.
     pub headless: bool,
-    /// Pace multiplier over the base pace.
+    /// Pace multiplier over the base pace (about a record a second at 1).
     pub speed: f64,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        DemoOptions {
+            dir: None,
+            headless: false,
+            speed: 2.0,
+        }
+    }
 }
 
 /// `worldline demo`.

@@ -14,6 +14,7 @@
 //! in Kimi Code a branch inside one append-only `wire.jsonl`.
 
 pub mod kimi_cli;
+pub mod kimi_code;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
