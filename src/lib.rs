@@ -17,6 +17,7 @@ pub mod kimi_writer;
 pub mod live;
 pub mod model;
 pub mod read;
+pub mod replay;
 pub mod sources;
 pub mod text;
 pub mod ui;

@@ -354,14 +354,17 @@ fn text_dot_and_mermaid_show_the_lineage() {
     assert!(text.contains("/undo made e299ef2f"), "{text}");
     let dot = tree("dot", src);
     assert!(
-        dot.contains(&format!("[shape=folder, label=\"session {fork}\"]")),
+        dot.contains(&format!("[label=\"session\\n{fork}\", shape=folder")),
         "{dot}"
     );
     assert!(
-        dot.contains("a0l0 -> fork0 [style=bold, label=\"/undo · 19 records\"]"),
+        dot.contains("a0l0 -> fork0 [label=\"/undo · 19 records\""),
         "{dot}"
     );
     let mm = tree("mermaid", fork);
-    assert!(mm.contains(&format!("src[/\"session {src}\"/]")), "{mm}");
+    assert!(
+        mm.contains(&format!("src[/\"session<br/>{src}\"/]")),
+        "{mm}"
+    );
     assert!(mm.contains("src ==>|\"/fork · 23 records\"| a0l0"), "{mm}");
 }

@@ -33,6 +33,8 @@ pub enum Command {
     Send(SendArgs),
     /// Run a simulated agent that writes a live session, and watch it
     Demo(DemoArgs),
+    /// Play a finished session into the TUI as if it were live
+    Replay(ReplayArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -117,4 +119,24 @@ pub struct DemoArgs {
     /// half a minute.
     #[arg(long, default_value_t = 2.0)]
     pub speed: f64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// Session directory, context file, session id or id prefix
+    pub session: Option<String>,
+    /// Speed-up over the session's own pace (its wire.jsonl times; without
+    /// them one record every 0.4 s at 1). Waits are capped at 2 s.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Write the replayed copy here (an empty or new directory) instead of a
+    /// temporary one that is removed afterwards
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Only write the copy; print its directory on the first line
+    #[arg(long)]
+    pub headless: bool,
+    /// Poll the files instead of using native file notifications
+    #[arg(long)]
+    pub poll: bool,
 }

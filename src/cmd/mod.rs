@@ -6,6 +6,7 @@
 pub mod args;
 mod list;
 mod out;
+mod replay;
 mod send;
 mod tree;
 mod view;
@@ -28,6 +29,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Watch(a)) => done(watch::watch(&a)),
         Some(Command::Send(a)) => send::send(&a),
         Some(Command::Demo(a)) => done(view::demo(&a)),
+        Some(Command::Replay(a)) => done(replay::replay(&a)),
     }
 }
 
