@@ -368,3 +368,42 @@ fn text_dot_and_mermaid_show_the_lineage() {
     );
     assert!(mm.contains("src ==>|\"/fork · 23 records\"| a0l0"), "{mm}");
 }
+
+/// The library never sees the command line: only the binary's command
+/// layer (`src/cmd/`, `src/main.rs`) names clap.
+#[test]
+fn only_the_command_layer_imports_clap() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![src.clone()];
+    let mut offenders = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(&src).unwrap().to_path_buf();
+            if rel.starts_with("cmd") || rel == Path::new("main.rs") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                // Code, not prose: a path into the crate or a derive.
+                if ![
+                    "clap::",
+                    "clap:: ",
+                    "derive(Parser",
+                    "derive(Args",
+                    "derive(Subcommand",
+                    "ValueEnum",
+                ]
+                .iter()
+                .any(|k| text.contains(k))
+                {
+                    continue;
+                }
+                offenders.push(rel);
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "clap outside cmd/: {offenders:?}");
+}

@@ -4,14 +4,15 @@
 
 use std::path::Path;
 
+use crate::read::guard;
 use crate::sources::SubagentMeta;
 
 use super::layout::{file_name, MetaSource};
 
-/// `state.json`'s `custom_title`.
+/// `state.json`'s `custom_title` (read through the guard: a regular file,
+/// size-capped, never blocking on a FIFO).
 pub fn title(state_json: &Path) -> Option<String> {
-    let text = std::fs::read(state_json).ok()?;
-    let state: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let state = guard::read_json(state_json, guard::STATE_JSON_CAP).ok()??;
     state
         .get("custom_title")
         .and_then(|t| t.as_str())
@@ -22,9 +23,9 @@ pub fn title(state_json: &Path) -> Option<String> {
 /// `meta.json` of a `subagents/<agent_id>/` directory, leniently.
 pub fn subagent_meta(meta_json: &Path) -> SubagentMeta {
     let agent_id = meta_json.parent().map(file_name).unwrap_or_default();
-    let doc: serde_json::Value = std::fs::read(meta_json)
+    let doc = guard::read_json(meta_json, guard::META_JSON_CAP)
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
+        .flatten()
         .unwrap_or_default();
     let s = |k: &str| doc.get(k).and_then(|v| v.as_str()).map(str::to_string);
     SubagentMeta {

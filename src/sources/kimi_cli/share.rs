@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::layout::{self, file_name, flat_name, flat_path, Layout};
 use super::{family_files, is_session, lineage, meta};
 use crate::error::{Error, Result};
+use crate::read::guard;
 
 /// Where to look: the share dir and the directory the user is in.
 #[derive(Debug, Clone)]
@@ -231,10 +232,7 @@ pub fn title(path: &Path) -> Option<String> {
 /// Work dirs known to `kimi.json`, by the folder name kimi-cli gives them.
 pub fn work_dirs(share_dir: &Path) -> HashMap<String, String> {
     let mut map = HashMap::new();
-    let Ok(text) = std::fs::read(share_dir.join("kimi.json")) else {
-        return map;
-    };
-    let Ok(doc) = serde_json::from_slice::<serde_json::Value>(&text) else {
+    let Ok(Some(doc)) = guard::read_json(&share_dir.join("kimi.json"), guard::KIMI_JSON_CAP) else {
         return map;
     };
     for wd in doc
