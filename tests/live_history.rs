@@ -269,3 +269,55 @@ fn a_fork_made_while_the_source_is_watched_appears_live() {
     fork_appears_while_watching(false);
     fork_appears_while_watching(true);
 }
+
+#[test]
+fn replay_copies_context_sub_sessions_and_refuses_flat_ones_clearly() {
+    let src = std::fs::read_dir(history("v1_0_subagent_dmail").join("sessions"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let src = std::fs::read_dir(src)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("copy");
+    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["replay", "--headless", "--speed", "100", "--dir"])
+        .arg(&dst)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shape = |p: &Path| {
+        let mut v = session_json(&Session::load(p).unwrap());
+        for k in ["session_dir", "session_id"] {
+            v[k] = Value::Null;
+        }
+        v
+    };
+    assert_eq!(shape(&dst), shape(&src));
+
+    let flat = std::fs::read_dir(history("v0_55_dmail").join("sessions"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("51938064-a483-4384-a1fd-6a12399385a7.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["replay", "--headless"])
+        .arg(&flat)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be replayed yet"));
+}

@@ -146,6 +146,27 @@ pub fn rotation_of(name: &str, stem: &str) -> Option<Option<u64>> {
     n.parse::<u64>().ok().map(Some)
 }
 
+/// The name of a family's current file (`<stem>.jsonl`), from the names
+/// of its world-line files: the one every other name rotates, else (only
+/// rotations left) the newest with its `_N` taken off. One file alone is
+/// its own current file.
+pub fn current_name(names: &[&str]) -> Option<String> {
+    let stem_of = |n: &str| n.strip_suffix(SUFFIX).map(str::to_string);
+    if let [one] = names {
+        return Some(one.to_string());
+    }
+    for n in names {
+        let Some(stem) = stem_of(n) else { continue };
+        if names.iter().all(|o| rotation_of(o, &stem).is_some()) {
+            return Some(n.to_string());
+        }
+    }
+    let last = stem_of(names.last()?)?;
+    let (stem, n) = last.rsplit_once('_')?;
+    n.parse::<u64>().ok()?;
+    Some(format!("{stem}{SUFFIX}"))
+}
+
 /// Order of a family's files: `_1 … _N`, then the current file.
 pub fn family_order(rotation: Option<u64>) -> u64 {
     rotation.unwrap_or(u64::MAX)
@@ -372,6 +393,26 @@ mod tests {
         );
         assert_eq!(rotation_of("context_sub_12.jsonl", "context_sub_1"), None);
         assert_eq!(rotation_of("abc_3.jsonl", "abc"), Some(Some(3)));
+    }
+
+    #[test]
+    fn the_current_name_of_every_family() {
+        assert_eq!(
+            current_name(&["context_1.jsonl", "context.jsonl"]).as_deref(),
+            Some("context.jsonl")
+        );
+        assert_eq!(
+            current_name(&["context_sub_1_1.jsonl", "context_sub_1.jsonl"]).as_deref(),
+            Some("context_sub_1.jsonl")
+        );
+        assert_eq!(
+            current_name(&["context_1.jsonl", "context_2.jsonl"]).as_deref(),
+            Some("context.jsonl")
+        );
+        assert_eq!(
+            current_name(&["context_sub_1.jsonl"]).as_deref(),
+            Some("context_sub_1.jsonl")
+        );
     }
 
     #[test]
