@@ -24,6 +24,35 @@ fn history(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The one work-dir folder of a scenario, and the first entry of a folder.
+fn work_folder(scenario: &str) -> PathBuf {
+    first_entry(&history(scenario).join("sessions"))
+}
+
+fn first_entry(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
+/// The JSON lines a child prints, as they come.
+fn json_lines(child: &mut std::process::Child) -> mpsc::Receiver<Value> {
+    let out = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines() {
+            let Ok(l) = l else { return };
+            if tx.send(serde_json::from_str(&l).unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    lines
+}
+
 /// The files of `folder` whose names start with `stem`, grouped into the
 /// family `<stem>.jsonl` + `<stem>_N.jsonl`, oldest first.
 fn family(folder: &Path, stem: &str) -> Vec<PathBuf> {
@@ -80,11 +109,7 @@ fn replay_family(files: &[PathBuf], dst: &Path, stem: &str, pause: Duration) {
 /// One scenario: (source folder, session path inside it, main stem, the
 /// stems of its subagent families).
 fn follow_and_compare(scenario: &str, poll: bool) {
-    let src_folder = std::fs::read_dir(history(scenario).join("sessions"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .next()
-        .unwrap();
+    let src_folder = work_folder(scenario);
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp
         .path()
@@ -103,11 +128,7 @@ fn follow_and_compare(scenario: &str, poll: bool) {
         let sid = main.strip_suffix(".jsonl").unwrap().to_string();
         (src_folder.clone(), work.clone(), sid, work.join(&main))
     } else {
-        let dir = std::fs::read_dir(&src_folder)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .next()
-            .unwrap();
+        let dir = first_entry(&src_folder);
         let dst = work.join(dir.file_name().unwrap());
         std::fs::create_dir_all(&dst).unwrap();
         (dir, dst.clone(), "context".to_string(), dst)
@@ -225,16 +246,7 @@ fn fork_appears_while_watching(poll: bool) {
         cmd.arg("--poll");
     }
     let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, lines) = mpsc::channel::<Value>();
-    std::thread::spawn(move || {
-        for l in BufReader::new(out).lines() {
-            let Ok(l) = l else { return };
-            if tx.send(serde_json::from_str(&l).unwrap()).is_err() {
-                return;
-            }
-        }
-    });
+    let lines = json_lines(&mut child);
     let wait_for = |what: &str, pred: &dyn Fn(&Value) -> bool| {
         let deadline = Instant::now() + PATIENCE;
         loop {
@@ -272,12 +284,7 @@ fn a_fork_made_while_the_source_is_watched_appears_live() {
 
 #[test]
 fn replay_copies_context_sub_sessions_and_refuses_flat_ones_clearly() {
-    let src = std::fs::read_dir(history("v1_0_subagent_dmail").join("sessions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let src = work_folder("v1_0_subagent_dmail");
     let src = std::fs::read_dir(src)
         .unwrap()
         .next()
@@ -306,13 +313,7 @@ fn replay_copies_context_sub_sessions_and_refuses_flat_ones_clearly() {
     };
     assert_eq!(shape(&dst), shape(&src));
 
-    let flat = std::fs::read_dir(history("v0_55_dmail").join("sessions"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path()
-        .join("51938064-a483-4384-a1fd-6a12399385a7.jsonl");
+    let flat = work_folder("v0_55_dmail").join("51938064-a483-4384-a1fd-6a12399385a7.jsonl");
     let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
         .args(["replay", "--headless"])
         .arg(&flat)
@@ -320,4 +321,50 @@ fn replay_copies_context_sub_sessions_and_refuses_flat_ones_clearly() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be replayed yet"));
+}
+
+#[test]
+fn watch_streams_a_flat_session_with_its_numbered_subagent() {
+    let folder = work_folder("v0_55_subagent_dmail");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["watch", "--json"])
+        .arg(folder.join("fb737bcc-f403-41a3-b5cc-447f8d2fd329.jsonl"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = json_lines(&mut child);
+    let mut world_lines = Vec::new();
+    let mut subagent = None;
+    let deadline = Instant::now() + PATIENCE;
+    while world_lines.len() < 3 || subagent.is_none() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let v = lines.recv_timeout(left).expect("the initial state");
+        match v["event"].as_str() {
+            Some("world_line") => world_lines.push((
+                v["agent"].as_str().unwrap().to_string(),
+                v["file"].as_str().unwrap().to_string(),
+                v["fork"]["kind"].as_str().map(str::to_string),
+            )),
+            Some("subagent") => subagent = Some(v),
+            _ => {}
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let sid = "fb737bcc-f403-41a3-b5cc-447f8d2fd329";
+    assert_eq!(
+        world_lines,
+        [
+            ("main".to_string(), format!("{sid}.jsonl"), None),
+            ("sub_1".to_string(), format!("{sid}_sub_1_1.jsonl"), None),
+            (
+                "sub_1".to_string(),
+                format!("{sid}_sub_1.jsonl"),
+                Some("dmail".to_string())
+            ),
+        ]
+    );
+    let subagent = subagent.unwrap();
+    assert_eq!(subagent["agent_id"], "sub_1");
+    assert_eq!(subagent["parent_tool_call_id"], "t1");
 }
