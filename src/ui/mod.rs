@@ -26,7 +26,7 @@ use std::time::{Duration, SystemTime};
 use ratatui::crossterm::event::{self, Event};
 
 use crate::live::{self, LiveEvent, LiveOptions};
-use crate::session::{self, Locator};
+use crate::sources::kimi_cli::{self as source, share, Locator};
 
 use app::{Action, App, Effect};
 use keys::Mode;
@@ -38,16 +38,28 @@ enum Msg {
     Action(Action),
 }
 
+/// What `worldline [session]` was asked to open.
+#[derive(Debug, Clone, Default)]
+pub struct ViewOptions {
+    /// Session path, id or id prefix; `None`: the newest of this directory.
+    pub session: Option<String>,
+    /// Choose the session from a list.
+    pub pick: bool,
+    /// Keep the newest record in view as the session grows.
+    pub follow: bool,
+    /// Poll the files instead of using native file notifications.
+    pub poll: bool,
+}
+
 /// `worldline [session]`: the picker when asked (or when this directory has
 /// several sessions and none was named), else the session.
-pub fn run(args: &crate::cli::ViewArgs) -> anyhow::Result<()> {
+pub fn run(args: &ViewOptions) -> anyhow::Result<()> {
     let loc = Locator::from_env();
-    let several_here =
-        args.session.is_none() && session::sessions_in(&loc.cwd_sessions()).len() > 1;
+    let several_here = args.session.is_none() && source::sessions_in(&loc.cwd_sessions()).len() > 1;
     if args.pick || several_here {
-        let mut sessions = session::list(&loc, false);
+        let mut sessions = source::list(&loc, false);
         if sessions.is_empty() {
-            sessions = session::list(&loc, true);
+            sessions = source::list(&loc, true);
         }
         if sessions.is_empty() {
             anyhow::bail!(
@@ -57,13 +69,13 @@ pub fn run(args: &crate::cli::ViewArgs) -> anyhow::Result<()> {
         }
         return start(None, Some(sessions), args.follow, args.poll);
     }
-    let dir = session::resolve(args.session.as_deref(), &loc)?;
+    let dir = source::resolve(args.session.as_deref(), &loc)?;
     run_on(dir, args.follow, args.poll)
 }
 
 /// Opens the TUI on one session directory (the demo calls this).
 pub fn run_on(dir: PathBuf, follow: bool, poll: bool) -> anyhow::Result<()> {
-    if !session::is_session_dir(&dir) {
+    if !source::is_session(&dir) {
         return Err(crate::Error::NoContextFile { path: dir }.into());
     }
     start(Some(dir), None, follow, poll)
@@ -71,7 +83,7 @@ pub fn run_on(dir: PathBuf, follow: bool, poll: bool) -> anyhow::Result<()> {
 
 fn start(
     dir: Option<PathBuf>,
-    picker: Option<Vec<session::SessionSummary>>,
+    picker: Option<Vec<source::SessionSummary>>,
     follow: bool,
     poll: bool,
 ) -> anyhow::Result<()> {
@@ -144,15 +156,12 @@ fn open(dir: &Path, poll: bool, tx: &Sender<Msg>) -> anyhow::Result<Open> {
 
 /// kimi.json's path for this session's work-dir folder, if known.
 fn work_dir_of(dir: &Path) -> Option<String> {
-    let folder = dir.parent()?;
-    let share = folder.parent()?.parent()?;
-    let name = folder.file_name()?.to_string_lossy().into_owned();
-    session::work_dirs(share).remove(&name)
+    share::work_dir_of(dir)
 }
 
 fn recently_modified(dir: &Path) -> bool {
     SystemTime::now()
-        .duration_since(session::modified(dir))
+        .duration_since(source::modified(dir))
         .is_ok_and(|age| age < Duration::from_secs(60))
 }
 
