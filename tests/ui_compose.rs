@@ -160,6 +160,10 @@ fn rec(app: &App, line: usize, i: usize) -> RecordRef {
 fn select_at(app: &mut App, line: usize, i: usize) {
     let r = rec(app, line, i);
     let row = app.rows.row_of(r).expect("record shown");
+    // A step row stands for its records: show every record to pick one.
+    if app.rows.row_at(app.rows.position_of(row)) != Some(row) {
+        app.update(Action::Every);
+    }
     let pos = app.rows.position_of(row);
     app.update(Action::Top);
     app.update(Action::Move(pos as isize));

@@ -79,7 +79,7 @@ pub fn scan(req: &SearchRequest, cancel: &AtomicBool, send: &dyn Fn(Action) -> b
                 record: rec,
             };
             if hit(&req.session, r, &m) {
-                batch.push(row);
+                batch.push(r);
             }
             row += 1;
             if last.elapsed() > Duration::from_millis(100) {
@@ -87,7 +87,7 @@ pub fn scan(req: &SearchRequest, cancel: &AtomicBool, send: &dyn Fn(Action) -> b
                 if !batch.is_empty()
                     && !send(Action::SearchHits {
                         generation: req.generation,
-                        rows: std::mem::take(&mut batch),
+                        records: std::mem::take(&mut batch),
                     })
                 {
                     return false;
@@ -105,7 +105,7 @@ pub fn scan(req: &SearchRequest, cancel: &AtomicBool, send: &dyn Fn(Action) -> b
     if !batch.is_empty()
         && !send(Action::SearchHits {
             generation: req.generation,
-            rows: batch,
+            records: batch,
         })
     {
         return false;
