@@ -292,3 +292,57 @@ fn escapes_are_shown_not_executed_and_wide_text_aligns() {
     assert_eq!(ends[0], ends[1], "wide characters keep columns aligned");
     insta::assert_snapshot!("hostile_80x24", term.backend().to_string());
 }
+
+/// Four world lines, each made by a D-Mail from the one before.
+fn four_lines() -> tempfile::TempDir {
+    use common::{assistant, cp, cp_note, dmail_call, dmail_ok, revert, sys, turn, usage};
+    let tmp = tempfile::tempdir().unwrap();
+    let step = |n: i64, text: &str| vec![cp(n), cp_note(n), usage(900 + n as u64), assistant(text)];
+    let mut alpha = vec![sys()];
+    alpha.extend(turn(0, "fix the tally crash", "Looking at the layout."));
+    alpha.extend(step(1, "Reading the parser."));
+    alpha.extend(step(2, "Patching one bug."));
+    alpha.push(dmail_call("d1", "two bugs, fix both", 1));
+    alpha.push(dmail_ok("d1"));
+    let mut beta = revert(&alpha, 1, "two bugs, fix both");
+    beta.extend(step(2, "Fixing both bugs."));
+    beta.extend(step(3, "Tests fail on blank lines."));
+    beta.push(dmail_call("d2", "blank lines too", 2));
+    beta.push(dmail_ok("d2"));
+    let mut gamma = revert(&beta, 2, "blank lines too");
+    gamma.extend(step(3, "All three fixed."));
+    gamma.push(dmail_call("d3", "add a test first", 0));
+    gamma.push(dmail_ok("d3"));
+    let mut delta = revert(&gamma, 0, "add a test first");
+    delta.extend(step(1, "Writing the test first."));
+    // A fixed name: the session id shows in the header.
+    let dir = tmp.path().join("four-lines");
+    std::fs::create_dir(&dir).unwrap();
+    common::write(&dir, "context_1.jsonl", &alpha);
+    common::write(&dir, "context_2.jsonl", &beta);
+    common::write(&dir, "context_3.jsonl", &gamma);
+    common::write(&dir, "context.jsonl", &delta);
+    tmp
+}
+
+#[test]
+fn four_world_lines_are_named_on_the_first_screen() {
+    let tmp = four_lines();
+    for (w, h) in SIZES {
+        let mut app = app_on_dir(&tmp.path().join("four-lines"), w, h);
+        let screen = render(&mut app);
+        for (name, reason) in [
+            ("α", "the first world line"),
+            ("β", "← D-Mail from α at ⚑2 → ⚑1"),
+            ("γ", "← D-Mail from β at ⚑3 → ⚑2"),
+            ("δ", "← D-Mail from γ at ⚑3 → ⚑0"),
+        ] {
+            let row = screen
+                .lines()
+                .find(|l| l.contains(reason))
+                .unwrap_or_else(|| panic!("{reason} at {w}x{h}:\n{screen}"));
+            assert!(row.contains(name), "{row}");
+        }
+        insta::assert_snapshot!(format!("four_lines_{w}x{h}"), screen);
+    }
+}

@@ -513,3 +513,25 @@ fn picker_opens_the_chosen_session() {
     assert_eq!(dir, other.dir);
     assert!(matches!(press(&mut app, "q"), Effect::Quit));
 }
+
+#[test]
+fn d_on_a_folded_step_targets_its_checkpoint() {
+    // γ's first step begins with its D-Mail, after the ⚑2 it shares with β.
+    let mut app = app_on("dmail_twice");
+    let first = app.rows.position_of(app.rows.line_rows(2).start);
+    press(&mut app, "g");
+    for _ in 0..first {
+        press(&mut app, "j");
+    }
+    assert_eq!(
+        selected_meta(&app)
+            .marker
+            .as_deref()
+            .map(|m| matches!(m, Marker::DMailInjection(_))),
+        Some(true)
+    );
+    let Effect::Probe(target) = press(&mut app, "d") else {
+        panic!("d asks whether the agent is live: {:?}", app.status);
+    };
+    assert_eq!(target.checkpoint, 2);
+}

@@ -264,6 +264,26 @@ impl App {
         self.rows.record_of(self.rows.row_at(self.cursor)?)
     }
 
+    /// The record `d` sends a D-Mail to: the selected one, or for a folded
+    /// step the checkpoint it belongs to (a line's first step may start
+    /// with its D-Mail, after a shared checkpoint).
+    pub fn dmail_record(&self) -> Option<RecordRef> {
+        let r = self.selected()?;
+        let row = self.rows.row_at(self.cursor)?;
+        if !self.rows.is_step_head(row) || self.is_unfolded(row) {
+            return Some(r);
+        }
+        let s = self.session.as_ref()?;
+        let f = self.family()?;
+        let file = f.files.get(r.line)?;
+        let upto = r.record.min(file.records.len().checked_sub(1)?);
+        let k = file.records[..=upto]
+            .iter()
+            .rposition(|m| m.role == crate::model::Role::Checkpoint)?;
+        let n = *f.lines.get(r.line)?.nodes.get(k)?;
+        Some(s.graph[n].owner)
+    }
+
     /// The record the detail pane shows: a folded step is read through its
     /// lead (its D-Mail, prompt or reply), anything else is itself.
     pub fn detail_record(&self) -> Option<RecordRef> {
@@ -517,6 +537,9 @@ impl App {
                     let first = self.search.hits.is_empty();
                     self.search.hits.extend(records);
                     if first && !self.search.hits.is_empty() {
+                        // The user asked to see hits: following would
+                        // carry the selection away from them.
+                        self.moved_by_hand();
                         self.jump_hit(1);
                     }
                 }

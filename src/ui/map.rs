@@ -83,7 +83,18 @@ pub fn layout_track(map: &Map, t: &Track, cols: usize) -> Vec<Cell> {
     } else {
         set(&mut out, sc, '●', Ink::Head);
     }
-    // Ticks, labelled `⚑N` where the label fits on the rail.
+    for s in map.subagents.iter().filter(|s| s.host_line == t.line) {
+        set(&mut out, c(s.x), '⇲', Ink::Subagent);
+    }
+    for a in map.arcs.iter().filter(|a| a.from_line == t.line) {
+        let (glyph, ink) = match a.outcome {
+            Outcome::Refused(_) => ('✗', Ink::Refused),
+            _ => ('✉', Ink::DMail),
+        };
+        set(&mut out, c(a.from_x), glyph, ink);
+    }
+    // Ticks after the marks: a `⚑N` label only over bare rail, so it
+    // never hides a send or a subagent.
     let mut free_from = 0;
     for k in &t.ticks {
         let at = c(k.x);
@@ -99,16 +110,6 @@ pub fn layout_track(map: &Map, t: &Track, cols: usize) -> Vec<Cell> {
         } else if out.get(at).is_some_and(|cell| cell.ink == Ink::Rail) {
             set(&mut out, at, '┿', Ink::Tick);
         }
-    }
-    for s in map.subagents.iter().filter(|s| s.host_line == t.line) {
-        set(&mut out, c(s.x), '⇲', Ink::Subagent);
-    }
-    for a in map.arcs.iter().filter(|a| a.from_line == t.line) {
-        let (glyph, ink) = match a.outcome {
-            Outcome::Refused(_) => ('✗', Ink::Refused),
-            _ => ('✉', Ink::DMail),
-        };
-        set(&mut out, c(a.from_x), glyph, ink);
     }
     let end = match t.state {
         TrackState::Current => '◆',
@@ -254,7 +255,14 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
         };
         spans.push(Span::styled(state, state_style));
         let used = 1 + 2 + 1 + cols + 11;
-        let reason = truncate(&tr.reason, w.saturating_sub(used));
+        let mut reason = tr.reason.clone();
+        if tr.kind.is_none() {
+            reason.push_str(&format!(" · {} steps", tr.steps));
+            if let Some(tok) = tr.tokens {
+                reason.push_str(&format!(" · {} tok", super::view::short_tokens(tok)));
+            }
+        }
+        let reason = truncate(&reason, w.saturating_sub(used));
         let reason_style = if tr.reason.starts_with('←') {
             t.dmail()
         } else if tr.reason.starts_with(['⊜', '∅']) {
@@ -281,6 +289,18 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
                 .collect();
             spans.push(Span::styled(text, style));
             lines.push(Line::from(spans));
+        } else if let Some((tr, cp)) = map
+            .tracks
+            .get(lit.unwrap_or(focus))
+            .and_then(|tr| Some((tr, tr.back_to?)))
+        {
+            // A D-Mail from outside the agent (`worldline send`, the TUI):
+            // no sender to draw from, only the checkpoint it went back to.
+            let at = tr.fork_x.map_or(0, |x| col(x, map.width, cols));
+            lines.push(Line::from(vec![
+                Span::raw(" ".repeat(4 + at)),
+                Span::styled(format!("╰─ ✉ from outside → ⚑{cp}"), t.dmail()),
+            ]));
         } else if let Some(m) = map.marks.last() {
             let what = match m.kind {
                 MarkKind::Compaction => "⊜ compaction: the context was summarised, not reverted",
@@ -391,10 +411,12 @@ mod tests {
         let r = row.chars().position(|c| c == '╯').unwrap();
         assert_eq!(l, col(4, 20, 40));
         assert_eq!(r, col(8, 20, 40));
-        // Too short for the label: just the arc, the label after it.
-        assert!(!row.contains('✉'));
-        let after = glyphs(&arc_row_with_room(&m, &m.arcs[0], 40, 16));
-        assert!(after.contains("╯ ✉ α⚑1 → ⚑1 "), "{after}");
+        // Too short for the label inside: it goes after the arc…
+        assert!(row.contains("╯ ✉ α⚑1 → ⚑1 "), "{row}");
+        // …unless there is no room there either.
+        let tight = glyphs(&arc_row(&m, &m.arcs[0], 20));
+        assert!(!tight.contains('✉'), "{tight}");
+        assert!(tight.contains('╰') && tight.contains('╯'));
         let wide = glyphs(&arc_row(&m, &m.arcs[0], 120));
         assert!(wide.contains(" ✉ α⚑1 → ⚑1 "), "{wide}");
     }

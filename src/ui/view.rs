@@ -112,10 +112,19 @@ fn draw_header(f: &mut Frame, app: &App, area: Rect) {
             .clone()
             .unwrap_or_else(|| s.dir.display().to_string());
         let id = sanitize_line(&s.id, 8);
+        let place = sanitize_line(&place, 400);
+        // The id goes first when room is short, then the place's start.
+        let fixed = 11 + width(&title);
+        let room = w.saturating_sub(right_w + fixed);
+        let rest = if width(&id) + width(&place) + 6 <= room {
+            format!(" · {id} · {place}")
+        } else {
+            format!(" · {}", keep_tail(&place, room.saturating_sub(3)))
+        };
         vec![
             Span::styled(" worldline ", t.accent()),
             Span::styled(title.clone(), t.bold()),
-            Span::raw(format!(" · {id} · {}", sanitize_line(&place, 400))),
+            Span::raw(rest),
         ]
     };
     // Fit the left part: the place is cut from its start; when even its
@@ -329,7 +338,8 @@ fn describe_step(app: &App, st: &super::steps::Step) -> (String, String, Style, 
         StepKind::Compaction => (t.accent(), format!("compacted: {preview}")),
         StepKind::Assistant => (t.role(&Role::Assistant), preview),
         StepKind::System => (t.dim(), preview),
-        StepKind::Empty => (t.dim(), "(bookkeeping only)".into()),
+        // Only a checkpoint so far: the step is being written.
+        StepKind::Empty => (t.dim(), "…".into()),
     };
     let mut facts: Vec<String> = st
         .tools
