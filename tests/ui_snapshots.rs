@@ -16,7 +16,7 @@ use ratatui::crossterm::event::KeyCode;
 use ratatui::layout::Size;
 use ratatui::Terminal;
 use worldline::session::SessionSummary;
-use worldline::ui::app::{Action, App};
+use worldline::ui::app::{App, Live};
 use worldline::ui::theme::Theme;
 use worldline::ui::view;
 use worldline::worldline::Session;
@@ -29,7 +29,7 @@ fn app_on_dir(dir: &Path, w: u16, h: u16) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(w, h));
     // The checkout's path would show in the header; this stands for it.
     app.work_dir = Some("~/project".into());
-    app.update(Action::Snapshot(Arc::new(Session::load(dir).unwrap())));
+    app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
     app
 }
 
@@ -123,7 +123,7 @@ fn colour() {
     for (w, h) in SIZES {
         let mut app = App::new(Theme { color: true }, false, Size::new(w, h));
         app.work_dir = Some("~/project".into());
-        app.update(Action::Snapshot(Arc::new(
+        app.update(Live::Snapshot(Arc::new(
             Session::load(&fixture_dir("dmail_twice")).unwrap(),
         )));
         insta::assert_snapshot!(format!("colour_steps_{w}x{h}"), render_colour(&mut app));

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::{Position, Size};
 use worldline::model::{Marker, Role};
-use worldline::ui::app::{Action, App, Effect, LiveState, Overlay};
+use worldline::ui::app::{Action, App, Effect, Live, LiveState, Msg, Overlay};
 use worldline::ui::compose::NOT_A_CHECKPOINT;
 use worldline::ui::keys::{self, Mode};
 use worldline::ui::theme::Theme;
@@ -23,7 +23,7 @@ fn fixture(name: &str) -> Arc<Session> {
 
 fn app_on(name: &str) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(80, 24));
-    app.update(Action::Snapshot(fixture(name)));
+    app.update(Live::Snapshot(fixture(name)));
     app
 }
 
@@ -128,7 +128,7 @@ fn moving_clamps_and_pages() {
 #[test]
 fn jumps_keep_rows_of_context_around_the_selection() {
     let mut app = App::new(Theme { color: false }, false, Size::new(80, 24));
-    app.update(Action::Snapshot(fixture("dmail_twice")));
+    app.update(Live::Snapshot(fixture("dmail_twice")));
     press(&mut app, "a");
     press(&mut app, "g");
     let h = app.areas().graph.height as usize;
@@ -293,7 +293,7 @@ fn search_is_smart_case_counts_i_of_n_and_survives_snapshots() {
         .unwrap()
         .contains(&format!("hit 2/{n}")));
     // A live snapshot keeps the hits and the place among them.
-    app.update(Action::Snapshot(fixture("dmail_twice")));
+    app.update(Live::Snapshot(fixture("dmail_twice")));
     assert_eq!(app.search.hits.len(), n);
     press(&mut app, "N");
     assert_eq!(app.cursor, first);
@@ -344,15 +344,11 @@ fn following_shows_the_leap_to_a_new_world_line() {
     let tmp = tempfile::tempdir().unwrap();
     growing(tmp.path(), 2);
     let mut app = App::new(Theme { color: false }, true, Size::new(80, 24));
-    app.update(Action::Snapshot(Arc::new(
-        Session::load(tmp.path()).unwrap(),
-    )));
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
     assert_eq!(app.focus, 1);
     assert!(app.leap.is_none());
     growing(tmp.path(), 3);
-    app.update(Action::Snapshot(Arc::new(
-        Session::load(tmp.path()).unwrap(),
-    )));
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
     let leap = app
         .leap
         .expect("a new world line while following is a leap");
@@ -376,9 +372,7 @@ fn following_shows_the_leap_to_a_new_world_line() {
         line: 2,
         until: std::time::Instant::now(),
     });
-    app.update(Action::Snapshot(Arc::new(
-        Session::load(tmp.path()).unwrap(),
-    )));
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
     assert!(app.leap.is_none());
     assert_eq!(app.cursor, app.rows.len() - 1);
 }
@@ -388,7 +382,7 @@ fn selection_survives_snapshots_and_follow_jumps_to_the_newest() {
     let mut app = app_on("dmail_twice");
     press(&mut app, "g]]");
     let sel = app.selected();
-    app.update(Action::Snapshot(fixture("dmail_twice")));
+    app.update(Live::Snapshot(fixture("dmail_twice")));
     assert_eq!(app.selected(), sel);
     assert_eq!(
         app.live,
@@ -402,10 +396,10 @@ fn selection_survives_snapshots_and_follow_jumps_to_the_newest() {
     assert!(!app.follow, "moving by hand stops following");
     press(&mut app, "F");
     press(&mut app, "g");
-    app.update(Action::Snapshot(fixture("dmail_twice")));
+    app.update(Live::Snapshot(fixture("dmail_twice")));
     assert!(!app.follow);
     let mut following = App::new(Theme { color: false }, true, Size::new(80, 24));
-    following.update(Action::Snapshot(fixture("dmail_twice")));
+    following.update(Live::Snapshot(fixture("dmail_twice")));
     assert_eq!(following.cursor, following.rows.len() - 1);
     assert_eq!(following.live, LiveState::Live);
 }
@@ -414,9 +408,9 @@ fn selection_survives_snapshots_and_follow_jumps_to_the_newest() {
 fn a_repeated_snapshot_does_not_make_a_static_session_live() {
     let mut app = app_on("dmail_twice");
     assert_eq!(app.live, LiveState::Static);
-    app.update(Action::Snapshot(fixture("dmail_twice")));
+    app.update(Live::Snapshot(fixture("dmail_twice")));
     assert_eq!(app.live, LiveState::Static, "same files, same bytes");
-    app.update(Action::Snapshot(fixture("dmail_basic")));
+    app.update(Live::Snapshot(fixture("dmail_basic")));
     assert_eq!(app.live, LiveState::Live, "the files changed");
 }
 
@@ -495,7 +489,7 @@ fn mouse_clicks_select_rows_and_map_tracks() {
     press(&mut app, "m");
     assert_eq!(app.areas().map.height, 0);
     assert!(app.areas().graph.height > h);
-    app.update(Action::Resize(Size::new(120, 40)));
+    app.update(Msg::Resize(Size::new(120, 40)));
     assert_eq!(app.size, Size::new(120, 40));
 }
 
@@ -534,4 +528,17 @@ fn d_on_a_folded_step_targets_its_checkpoint() {
         panic!("d asks whether the agent is live: {:?}", app.status);
     };
     assert_eq!(target.checkpoint, 2);
+}
+
+#[test]
+fn only_input_reaches_a_popup() {
+    let mut app = app_on("dmail_twice");
+    press(&mut app, "?");
+    // Messages from the follower, the search worker or a resize are not
+    // keys: the help stays open.
+    app.update(Live::Snapshot(fixture("dmail_twice")));
+    app.update(Msg::Resize(Size::new(100, 30)));
+    assert_eq!(app.overlay, Overlay::Help);
+    press(&mut app, "x");
+    assert_eq!(app.overlay, Overlay::None);
 }

@@ -1,8 +1,11 @@
-//! App state and the pure-ish `update(action) -> Effect`. Everything that
-//! happens (keys, mouse, live snapshots, search results) arrives as an
-//! `Action`; what the runtime must do (quit, open, start a search) comes back
-//! as an `Effect`. Disk reads happen only in `prepare` (bodies of visible
-//! rows), never in `update` or in drawing.
+//! App state and the pure-ish `update(msg) -> Effect`. Everything that
+//! happens arrives as a message typed by its source: `Action` (what the
+//! user did, from the key table or the mouse), `Resize`, `Live` (the
+//! follower's snapshots), `Found` (the search worker) and `Denwa` (the
+//! D-Mail worker); only input ever reaches a popup. What the runtime must do
+//! (quit, open, start a search) comes back as an `Effect`. Disk reads happen
+//! only in `prepare` (bodies of visible rows) and on `e`/`E`, never in
+//! drawing.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -98,6 +101,8 @@ pub struct Anchor {
     pub focus_file: String,
 }
 
+/// What the user did: a key from the key table, a mouse event, or typing
+/// into the compose box.
 #[derive(Debug, Clone)]
 pub enum Action {
     Move(isize),
@@ -137,35 +142,77 @@ pub enum Action {
     ComposePaste(String),
     ComposeSend,
     ComposeCancel,
-    /// The runtime's answer to `Effect::Probe`.
-    Probed {
-        target: Target,
-        live: bool,
-    },
-    /// DenwaRenji's answer to `Effect::SendDMail`.
-    DMailReply {
-        request: SendRequest,
-        reply: Reply,
-    },
     Quit,
     Click(Position),
     Wheel(isize),
-    Resize(Size),
+}
+
+/// From the live follower.
+#[derive(Debug, Clone)]
+pub enum Live {
     Snapshot(Arc<Session>),
     Deleted,
-    LiveError(String),
-    SearchHits {
+    Error(String),
+}
+
+/// From the search worker.
+#[derive(Debug, Clone)]
+pub enum Found {
+    Hits {
         generation: u64,
         records: Vec<RecordRef>,
     },
-    SearchProgress {
+    Progress {
         generation: u64,
         scanned: usize,
         total: usize,
     },
-    SearchDone {
+    Done {
         generation: u64,
     },
+}
+
+/// From the D-Mail side of the runtime.
+#[derive(Debug, Clone)]
+pub enum Denwa {
+    /// The runtime's answer to `Effect::Probe`.
+    Probed { target: Target, live: bool },
+    /// DenwaRenji's answer to `Effect::SendDMail`.
+    Reply { request: SendRequest, reply: Reply },
+}
+
+/// Every message the app takes, by source.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Input(Action),
+    Resize(Size),
+    Live(Live),
+    Search(Found),
+    DMail(Denwa),
+}
+
+impl From<Action> for Msg {
+    fn from(a: Action) -> Msg {
+        Msg::Input(a)
+    }
+}
+
+impl From<Live> for Msg {
+    fn from(l: Live) -> Msg {
+        Msg::Live(l)
+    }
+}
+
+impl From<Found> for Msg {
+    fn from(f: Found) -> Msg {
+        Msg::Search(f)
+    }
+}
+
+impl From<Denwa> for Msg {
+    fn from(d: Denwa) -> Msg {
+        Msg::DMail(d)
+    }
 }
 
 /// What the runtime does after an update.
@@ -176,9 +223,9 @@ pub enum Effect {
     Open(PathBuf),
     Search(SearchRequest),
     CancelSearch,
-    /// Is this agent's DenwaRenji live? Answer with `Action::Probed`.
+    /// Is this agent's DenwaRenji live? Answer with `Denwa::Probed`.
     Probe(Target),
-    /// Send off the UI thread; answer with `Action::DMailReply`.
+    /// Send off the UI thread; answer with `Denwa::Reply`.
     SendDMail(SendRequest),
 }
 
@@ -366,27 +413,120 @@ impl App {
         }
     }
 
-    pub fn update(&mut self, action: Action) -> Effect {
+    pub fn update(&mut self, msg: impl Into<Msg>) -> Effect {
+        match msg.into() {
+            Msg::Input(a) => self.input(a),
+            Msg::Resize(s) => {
+                self.size = s;
+                self.keep_in_view();
+                Effect::None
+            }
+            Msg::Live(l) => {
+                self.live_update(l);
+                Effect::None
+            }
+            Msg::Search(f) => {
+                self.found(f);
+                Effect::None
+            }
+            Msg::DMail(Denwa::Probed { target, live }) => {
+                if live {
+                    self.overlay = Overlay::Compose(Box::new(Compose::new(target)));
+                } else {
+                    self.status = Some(compose::NOT_LIVE.into());
+                }
+                Effect::None
+            }
+            Msg::DMail(Denwa::Reply { request, reply }) => {
+                self.dmail_reply(request, reply);
+                Effect::None
+            }
+        }
+    }
+
+    fn live_update(&mut self, l: Live) {
+        match l {
+            Live::Snapshot(s) => {
+                self.apply_snapshot(s);
+                self.try_jump();
+            }
+            Live::Deleted => {
+                self.live = LiveState::Deleted;
+                self.status = Some("the session directory is gone; showing the last state".into());
+            }
+            Live::Error(e) => {
+                self.status = Some(format!("live: {}", crate::text::sanitize_line(&e, 120)))
+            }
+        }
+    }
+
+    fn found(&mut self, f: Found) {
+        match f {
+            Found::Hits {
+                generation,
+                records,
+            } => {
+                if generation == self.search.generation {
+                    let first = self.search.hits.is_empty();
+                    self.search.hits.extend(records);
+                    if first && !self.search.hits.is_empty() && self.session.is_some() {
+                        // The user asked to see hits: following would
+                        // carry the selection away from them.
+                        self.moved_by_hand();
+                        self.jump_hit(1);
+                    }
+                }
+            }
+            Found::Progress {
+                generation,
+                scanned,
+                total,
+            } => {
+                if generation == self.search.generation {
+                    self.search.scanned = scanned;
+                    self.search.total = total;
+                }
+            }
+            Found::Done { generation } => {
+                if generation == self.search.generation {
+                    self.search.running = false;
+                    let n = self.search.hits.len();
+                    let at = self
+                        .search
+                        .at
+                        .map(|a| format!(" · hit {}/{n}", self.search.hits.range(..a).count() + 1))
+                        .unwrap_or_default();
+                    self.status = Some(format!(
+                        "/{}: {n} match{}{at}",
+                        crate::text::sanitize_line(&self.search.query, 40),
+                        if n == 1 { "" } else { "es" }
+                    ));
+                }
+            }
+        }
+    }
+
+    /// What the user did; a popup, when open, takes it first.
+    fn input(&mut self, action: Action) -> Effect {
         if self.picker.is_some() && self.session.is_none() {
             return self.update_picker(action);
         }
-        match (&self.overlay, &action) {
-            (Overlay::Help, Action::Resize(_) | Action::Snapshot(_)) => {}
-            (Overlay::Help, _) if is_key(&action) => {
+        match &self.overlay {
+            Overlay::None => {}
+            Overlay::Help => {
                 self.overlay = Overlay::None;
                 return Effect::None;
             }
-            (Overlay::Subagents { sel }, _) if is_key(&action) => {
+            Overlay::Subagents { sel } => {
                 let sel = *sel;
                 return self.update_subagents(sel, action);
             }
-            (Overlay::Filter { sel }, _) if is_key(&action) => {
+            Overlay::Filter { sel } => {
                 let sel = *sel;
                 return self.update_filter_menu(sel, action);
             }
-            // Keys typed while composing never reach the graph.
-            (Overlay::Compose(_), _) if is_key(&action) => return self.update_compose(action),
-            _ => {}
+            // Keys typed while composing never reach the list.
+            Overlay::Compose(_) => return self.update_compose(action),
         }
         match action {
             Action::Move(d) => {
@@ -500,76 +640,12 @@ impl App {
                 }
             }
             Action::DMail => return self.dmail(),
-            Action::Probed { target, live } => {
-                if live {
-                    self.overlay = Overlay::Compose(Box::new(Compose::new(target)));
-                } else {
-                    self.status = Some(compose::NOT_LIVE.into());
-                }
-            }
-            Action::DMailReply { request, reply } => self.dmail_reply(request, reply),
             // Only meaningful inside the compose box.
             Action::ComposeKey(_)
             | Action::ComposePaste(_)
             | Action::ComposeSend
             | Action::ComposeCancel => {}
             Action::Quit => return Effect::Quit,
-            Action::Resize(s) => {
-                self.size = s;
-                self.keep_in_view();
-            }
-            Action::Snapshot(s) => {
-                self.apply_snapshot(s);
-                self.try_jump();
-            }
-            Action::Deleted => {
-                self.live = LiveState::Deleted;
-                self.status = Some("the session directory is gone; showing the last state".into());
-            }
-            Action::LiveError(e) => {
-                self.status = Some(format!("live: {}", crate::text::sanitize_line(&e, 120)))
-            }
-            Action::SearchHits {
-                generation,
-                records,
-            } => {
-                if generation == self.search.generation {
-                    let first = self.search.hits.is_empty();
-                    self.search.hits.extend(records);
-                    if first && !self.search.hits.is_empty() {
-                        // The user asked to see hits: following would
-                        // carry the selection away from them.
-                        self.moved_by_hand();
-                        self.jump_hit(1);
-                    }
-                }
-            }
-            Action::SearchProgress {
-                generation,
-                scanned,
-                total,
-            } => {
-                if generation == self.search.generation {
-                    self.search.scanned = scanned;
-                    self.search.total = total;
-                }
-            }
-            Action::SearchDone { generation } => {
-                if generation == self.search.generation {
-                    self.search.running = false;
-                    let n = self.search.hits.len();
-                    let at = self
-                        .search
-                        .at
-                        .map(|a| format!(" · hit {}/{n}", self.search.hits.range(..a).count() + 1))
-                        .unwrap_or_default();
-                    self.status = Some(format!(
-                        "/{}: {n} match{}{at}",
-                        crate::text::sanitize_line(&self.search.query, 40),
-                        if n == 1 { "" } else { "es" }
-                    ));
-                }
-            }
         }
         Effect::None
     }
@@ -599,7 +675,6 @@ impl App {
                 }
             }
             Action::Quit | Action::Back => return Effect::Quit,
-            Action::Resize(s) => self.size = s,
             Action::Help => self.status = Some("↑/↓ choose a session, Enter opens, q quits".into()),
             _ => {}
         }
@@ -1248,21 +1323,6 @@ impl App {
             self.cache.body(&s, r);
         }
     }
-}
-
-fn is_key(a: &Action) -> bool {
-    !matches!(
-        a,
-        Action::Resize(_)
-            | Action::Snapshot(_)
-            | Action::Deleted
-            | Action::LiveError(_)
-            | Action::SearchHits { .. }
-            | Action::SearchProgress { .. }
-            | Action::SearchDone { .. }
-            | Action::Probed { .. }
-            | Action::DMailReply { .. }
-    )
 }
 
 fn offset(base: usize, d: isize) -> usize {

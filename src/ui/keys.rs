@@ -8,7 +8,7 @@ use ratatui::crossterm::event::{
 };
 use ratatui::layout::{Position, Size};
 
-use super::app::Action;
+use super::app::{Action, Msg};
 
 /// How keys are read right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,15 +258,19 @@ pub fn footer(width: usize) -> (String, Vec<&'static str>) {
     (out, hidden)
 }
 
-pub fn action_for(mode: Mode, ev: &Event) -> Option<Action> {
+/// A terminal event as a message: a key through the table, the mouse, a
+/// paste into the compose box, a resize.
+pub fn message_for(mode: Mode, ev: &Event) -> Option<Msg> {
     match ev {
-        Event::Key(k) if k.kind == KeyEventKind::Press => key(mode, k),
+        Event::Key(k) if k.kind == KeyEventKind::Press => key(mode, k).map(Msg::Input),
         // The compose box has no mouse use, and a click must not move the
         // selection under it.
         Event::Mouse(_) if mode == Mode::Compose => None,
-        Event::Mouse(m) => mouse(m),
-        Event::Paste(s) if mode == Mode::Compose => Some(Action::ComposePaste(s.clone())),
-        Event::Resize(w, h) => Some(Action::Resize(Size::new(*w, *h))),
+        Event::Mouse(m) => mouse(m).map(Msg::Input),
+        Event::Paste(s) if mode == Mode::Compose => {
+            Some(Msg::Input(Action::ComposePaste(s.clone())))
+        }
+        Event::Resize(w, h) => Some(Msg::Resize(Size::new(*w, *h))),
         _ => None,
     }
 }
@@ -319,11 +323,15 @@ mod tests {
     fn releases_are_ignored_and_ctrl_c_quits_everywhere() {
         let mut k = KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE);
         assert!(matches!(
-            action_for(Mode::Normal, &Event::Key(k)),
-            Some(Action::Move(1))
+            message_for(Mode::Normal, &Event::Key(k)),
+            Some(Msg::Input(Action::Move(1)))
         ));
         k.kind = KeyEventKind::Release;
-        assert!(action_for(Mode::Normal, &Event::Key(k)).is_none());
+        assert!(message_for(Mode::Normal, &Event::Key(k)).is_none());
+        assert!(matches!(
+            message_for(Mode::Normal, &Event::Resize(80, 24)),
+            Some(Msg::Resize(_))
+        ));
         let c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert!(matches!(key(Mode::SearchInput, &c), Some(Action::Quit)));
         let q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
