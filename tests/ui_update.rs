@@ -539,6 +539,6 @@ fn only_input_reaches_a_popup() {
     app.update(Live::Snapshot(fixture("dmail_twice")));
     app.update(Msg::Resize(Size::new(100, 30)));
     assert_eq!(app.overlay, Overlay::Help);
-    press(&mut app, "x");
+    press(&mut app, "j");
     assert_eq!(app.overlay, Overlay::None);
 }
