@@ -12,7 +12,7 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::KeyCode;
 use ratatui::layout::Size;
 use ratatui::Terminal;
-use worldline::ui::app::{Action, App};
+use worldline::ui::app::{App, Live};
 use worldline::ui::theme::Theme;
 use worldline::ui::view;
 use worldline::worldline::Session;
@@ -51,7 +51,7 @@ fn render(app: &mut App) -> String {
 
 fn open(path: &Path) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(120, 36));
-    app.update(Action::Snapshot(Arc::new(Session::load(path).unwrap())));
+    app.update(Live::Snapshot(Arc::new(Session::load(path).unwrap())));
     app
 }
 
