@@ -1,6 +1,6 @@
 //! Printing a rebuilt session: a readable tree, the JSON contract, Graphviz
-//! dot and Mermaid diagrams, the SVG map and the one-file HTML report; all
-//! say what happened in the words of `story`.
+//! dot and Mermaid diagrams, the SVG map and the one-file HTML report, all
+//! in the words of `story` (`cmd/tree.rs` picks one and prints it).
 
 mod diagram;
 pub mod html;
@@ -14,33 +14,6 @@ pub use diagram::{dot, mermaid};
 pub use html::html;
 pub use plain::{fork_label, text_tree};
 pub use svg::{map_svg, SvgOptions};
-
-use crate::cli::{TreeArgs, TreeFormat};
-use crate::session::{self, Locator};
-use crate::worldline::Session;
-
-pub fn tree_command(args: &TreeArgs) -> anyhow::Result<()> {
-    let dir = session::resolve(args.session.as_deref(), &Locator::from_env())?;
-    let s = Session::load(&dir)?;
-    let out = match args.format {
-        TreeFormat::Text => text_tree(&s),
-        TreeFormat::Json => serde_json::to_string_pretty(&json::session_json(&s))? + "\n",
-        TreeFormat::Dot => dot(&s),
-        TreeFormat::Mermaid => mermaid(&s),
-        TreeFormat::Html => html(&s),
-        TreeFormat::Svg => map_svg(&s, &SvgOptions::standalone()),
-    };
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    // A closed pipe (`| head`) is a normal way to stop reading.
-    match stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
-}
 
 /// Local time is not known without a tz database; times print in UTC.
 pub fn format_time(unix: f64) -> String {
