@@ -10,7 +10,6 @@ mod common;
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -197,42 +196,20 @@ fn tags(dom: &str) -> Vec<(String, Vec<(String, String)>)> {
 
 /// The DOM after load, with every request of the page sent to `probe`.
 fn dump_dom(browser: &Path, page: &Path, probe: &Probe) -> String {
-    let profile = tempfile::tempdir().unwrap();
-    let out = Command::new(browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--no-first-run",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-extensions",
-            "--disable-default-apps",
-            "--disable-domain-reliability",
-            "--disable-client-side-phishing-detection",
-            "--no-pings",
-            "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,MediaRouter,Translate,AutofillServerCommunication,CertificateTransparencyComponentUpdater",
-            "--virtual-time-budget=3000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("--proxy-server=http://127.0.0.1:{}", probe.port))
-        .arg("--proxy-bypass-list=<-loopback>")
-        .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    common::browser::dump_dom(
+        browser,
+        page,
+        3000,
+        &[
+            format!("--proxy-server=http://127.0.0.1:{}", probe.port),
+            "--proxy-bypass-list=<-loopback>".to_string(),
+        ],
+    )
 }
 
 #[test]
 fn headless_chromium_shows_every_world_line_and_makes_no_request() {
-    let Some(browser) = which(&["chromium", "chromium-browser", "google-chrome"]) else {
+    let Some(browser) = common::browser::chromium() else {
         eprintln!("SKIP: no chromium on PATH (apt-get install chromium); the HTML browser test did not run");
         return;
     };
