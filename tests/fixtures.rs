@@ -457,3 +457,43 @@ fn a_session_left_with_only_its_rotation_reads_as_its_current_world_line() {
     assert_eq!(lines[0]["file"], "context_1.jsonl");
     assert_eq!(lines[0]["current"], true);
 }
+
+#[test]
+fn a_fork_leaves_its_source_at_the_last_copied_record_even_after_the_source_rotated() {
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kimi-cli-history/v1_40_0_fork_undo");
+    let share = tempfile::tempdir().unwrap();
+    copy_tree(&scenario.join("sessions"), &share.path().join("sessions"));
+    let folder = work_folder(share.path());
+    let src = folder.join("0706220a-4234-46bf-958b-2c56b11dcb00");
+    let fork = folder.join("1daf86b9-2123-4299-843b-fa06669261a9");
+    let s = Session::load(&src).unwrap();
+    let link = s.forks.iter().find(|f| f.dir == fork).unwrap().clone();
+    let at = s.fork_point(&link).unwrap();
+    assert_eq!((at.line, at.record), (0, 22));
+    let f = Session::load(&fork).unwrap();
+    let back = f.forked_from.clone().unwrap();
+    assert_eq!(
+        f.fork_point(&back).map(|r| (r.line, r.record)),
+        Some((0, 22))
+    );
+
+    // The source goes on after the fork: a D-Mail back to an early
+    // checkpoint rotates its context away. The fork still leaves the world
+    // line it copied, now context_1.jsonl.
+    let text = std::fs::read_to_string(src.join("context.jsonl")).unwrap();
+    std::fs::rename(src.join("context.jsonl"), src.join("context_1.jsonl")).unwrap();
+    let mut kept: Vec<&str> = text.lines().take(5).collect();
+    let dmail = common::injection("back to the start");
+    kept.push(&dmail);
+    std::fs::write(src.join("context.jsonl"), kept.join("\n") + "\n").unwrap();
+    let s = Session::load(&src).unwrap();
+    assert_eq!(s.main().lines.len(), 2);
+    let link = s.forks.iter().find(|f| f.dir == fork).unwrap().clone();
+    assert_eq!(link.records, 23);
+    let at = s.fork_point(&link).unwrap();
+    assert_eq!((at.line, at.record), (0, 22));
+    assert_eq!(s.main().lines[at.line].file, "context_1.jsonl");
+    let f = Session::load(&fork).unwrap();
+    assert_eq!(f.forked_from.unwrap().records, 23);
+}

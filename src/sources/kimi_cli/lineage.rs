@@ -70,17 +70,18 @@ fn born(path: &Path) -> Option<SystemTime> {
 }
 
 /// How well a candidate source explains a copy: (the copy is a prefix of
-/// its current world line, records shared with its best world line).
-fn fit(copy: &FileIndex, source: &[FileIndex]) -> Option<(bool, usize)> {
+/// its current world line, records shared with its best world line, that
+/// world line — the newest of equals, as the copy is of the current one).
+fn fit(copy: &FileIndex, source: &[FileIndex]) -> Option<(bool, usize, usize)> {
     let current = source.last()?;
-    let shared = source
+    let (line, shared) = source
         .iter()
-        .map(|f| shared_prefix(&f.records, &copy.records))
-        .max()
-        .unwrap_or(0);
+        .enumerate()
+        .map(|(i, f)| (i, shared_prefix(&f.records, &copy.records)))
+        .max_by_key(|&(i, n)| (n, i))?;
     let prefix_of_current = shared_prefix(&current.records, &copy.records) == copy.records.len();
     // An empty copy (an `/undo` of the first turn) fits by title alone.
-    (shared > 0 || copy.records.is_empty()).then_some((prefix_of_current, shared))
+    (shared > 0 || copy.records.is_empty()).then_some((prefix_of_current, shared, line))
 }
 
 /// Picks the source among candidates, each with its files.
@@ -94,20 +95,21 @@ fn pick(
     candidates
         .into_iter()
         .filter_map(|(s, files)| {
-            let (prefix, shared) = fit(copy, &files)?;
+            let (prefix, shared, line) = fit(copy, &files)?;
             let b = born(&s.path);
             let older = match (b, my_birth) {
                 (Some(b), Some(m)) => b <= m,
                 _ => true,
             };
-            Some(((prefix, shared, older, b), s, shared))
+            Some(((prefix, shared, older, b), s, shared, line))
         })
         .max_by(|a, b| a.0.cmp(&b.0))
-        .map(|(_, s, shared)| SessionLink {
+        .map(|(_, s, shared, line)| SessionLink {
             session: s.id,
             dir: s.path,
             records: shared,
             kind,
+            source_line: line,
         })
 }
 
@@ -200,12 +202,13 @@ pub fn of(layout: &Layout, title: Option<&str>, files: &[FileIndex]) -> Lineage 
         });
         let src = source_among(&s.path, kind, title, &copy, cands, Some((dir, files)));
         if src.is_some_and(|l| l.dir == *dir) {
-            let records = fit(&copy, files).map_or(0, |f| f.1);
+            let (records, line) = fit(&copy, files).map_or((0, 0), |f| (f.1, f.2));
             forks.push(SessionLink {
                 session: s.id.clone(),
                 dir: s.path.clone(),
                 records,
                 kind,
+                source_line: line,
             });
         }
     }
