@@ -12,7 +12,7 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::KeyCode;
 use ratatui::layout::Size;
 use ratatui::Terminal;
-use worldline::ui::app::{Action, App};
+use worldline::ui::app::{App, Live};
 use worldline::ui::theme::Theme;
 use worldline::ui::view;
 use worldline::worldline::Session;
@@ -51,22 +51,15 @@ fn render(app: &mut App) -> String {
 
 fn open(path: &Path) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(120, 36));
-    app.update(Action::Snapshot(Arc::new(Session::load(path).unwrap())));
+    app.update(Live::Snapshot(Arc::new(Session::load(path).unwrap())));
     app
 }
 
 #[test]
 fn old_subagents_open_with_their_own_dmail_world_line() {
-    for (scenario, current) in [
-        (
-            "v0_55_subagent_dmail",
-            "fb737bcc-f403-41a3-b5cc-447f8d2fd329_sub_1.jsonl",
-        ),
-        ("v1_0_subagent_dmail", "context_sub_1.jsonl"),
-    ] {
+    for scenario in ["v0_55_subagent_dmail", "v1_0_subagent_dmail"] {
         let mut app = open(&history_session(scenario));
         let main = render(&mut app);
-        assert!(main.contains("1 world line"), "{scenario}:\n{main}");
         assert!(main.contains("Delegating."), "{scenario}:\n{main}");
         press(&mut app, "s");
         let list = render(&mut app);
@@ -75,13 +68,12 @@ fn old_subagents_open_with_their_own_dmail_world_line() {
         press_code(&mut app, KeyCode::Enter);
         let sub = render(&mut app);
         assert!(sub.contains("subagent sub_1"), "{scenario}:\n{sub}");
-        // The current world line is the D-Mail's (β), named by its file.
-        let head: String = current.chars().take(20).collect();
-        assert!(sub.contains("world line β"), "{scenario}:\n{sub}");
-        assert!(sub.contains(&head), "{scenario}:\n{sub}");
-        assert!(sub.contains("D-Mail accepted"), "{scenario}:\n{sub}");
+        // Two world lines: α abandoned by the subagent's own D-Mail, β
+        // current, reached from α's SendDMail.
+        assert!(sub.contains("β: back to ⚑0 from α"), "{scenario}:\n{sub}");
+        assert!(sub.contains("SendDMail→⚑0⇒β"), "{scenario}:\n{sub}");
         assert!(
-            sub.contains("Sub fold: line 42 only."),
+            sub.contains("D-Mail: Sub fold: line 42 only."),
             "{scenario}:\n{sub}"
         );
     }
@@ -91,7 +83,7 @@ fn old_subagents_open_with_their_own_dmail_world_line() {
 fn a_flat_dmail_session_shows_both_world_lines() {
     let mut app = open(&history_session("v0_55_dmail"));
     let screen = render(&mut app);
-    assert!(screen.contains("2 world lines"), "{screen}");
-    assert!(screen.contains("Version fold"), "{screen}");
-    assert!(screen.contains("D-Mail accepted"), "{screen}");
+    assert!(screen.contains("β: back to ⚑1 from α"), "{screen}");
+    assert!(screen.contains("SendDMail→⚑1⇒β ✓"), "{screen}");
+    assert!(screen.contains("D-Mail: Version fold"), "{screen}");
 }
