@@ -8,6 +8,7 @@
 //! of, then the longest shared prefix, then the newest one older than the
 //! fork.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -27,13 +28,15 @@ pub fn parse_title(title: &str) -> Option<(LinkKind, &str)> {
 }
 
 /// A sibling session: its path, id and title.
+#[derive(Clone)]
 struct Sibling {
     path: PathBuf,
     id: String,
     title: Option<String>,
 }
 
-/// Directory sessions of the same work-dir folder, except `me`.
+/// Directories of the same work-dir folder, except `me`, with their titles
+/// (whether each is a session is asked only of those whose title matters).
 fn siblings(me: &Path) -> Vec<Sibling> {
     let Some(folder) = me.parent() else {
         return Vec::new();
@@ -44,7 +47,7 @@ fn siblings(me: &Path) -> Vec<Sibling> {
     entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p != me && p.is_dir() && is_session(p))
+        .filter(|p| p != me && p.is_dir())
         .map(|p| Sibling {
             id: layout::file_name(&p),
             title: meta::title(&p.join(layout::STATE)),
@@ -89,7 +92,7 @@ fn pick(
     me: &Path,
     kind: LinkKind,
     copy: &FileIndex,
-    candidates: Vec<(Sibling, Vec<FileIndex>)>,
+    candidates: Vec<(Sibling, Cow<'_, [FileIndex]>)>,
 ) -> Option<SessionLink> {
     let my_birth = born(me);
     candidates
@@ -125,7 +128,8 @@ pub fn source_of(path: &Path) -> Option<SessionLink> {
     source_among(path, kind, source_title, &copy, siblings(path), None)
 }
 
-/// `me_files` stands in for one candidate already read (by its path).
+/// The source of `me` among `siblings` titled `source_title`; `known` is
+/// one candidate already read (by its path), borrowed rather than read again.
 fn source_among(
     me: &Path,
     kind: LinkKind,
@@ -134,13 +138,14 @@ fn source_among(
     siblings: Vec<Sibling>,
     known: Option<(&Path, &[FileIndex])>,
 ) -> Option<SessionLink> {
-    let candidates: Vec<(Sibling, Vec<FileIndex>)> = siblings
+    let candidates: Vec<(Sibling, Cow<'_, [FileIndex]>)> = siblings
         .into_iter()
         .filter(|s| s.path != me && s.title.as_deref() == Some(source_title))
+        .filter(|s| known.is_some_and(|(p, _)| p == s.path) || is_session(&s.path))
         .map(|s| {
             let files = match known {
-                Some((p, f)) if p == s.path => f.to_vec(),
-                _ => main_files(&s.path),
+                Some((p, f)) if p == s.path => Cow::Borrowed(f),
+                _ => Cow::Owned(main_files(&s.path)),
             };
             (s, files)
         })
@@ -163,16 +168,7 @@ pub fn of(layout: &Layout, title: Option<&str>, files: &[FileIndex]) -> Lineage 
     }
     let forked_from = parse_title(title).and_then(|(kind, source_title)| {
         let copy = files.first()?;
-        let cands = sibs
-            .iter()
-            .filter(|s| s.title.as_deref() == Some(source_title))
-            .map(|s| Sibling {
-                path: s.path.clone(),
-                id: s.id.clone(),
-                title: s.title.clone(),
-            })
-            .collect();
-        source_among(dir, kind, source_title, copy, cands, None)
+        source_among(dir, kind, source_title, copy, sibs.clone(), None)
     });
     let mut forks = Vec::new();
     for s in &sibs {
@@ -188,12 +184,8 @@ pub fn of(layout: &Layout, title: Option<&str>, files: &[FileIndex]) -> Lineage 
         // The fork's other candidates are my siblings titled like me, and me.
         let mut cands: Vec<Sibling> = sibs
             .iter()
-            .filter(|o| o.path != s.path && o.title.as_deref() == Some(title))
-            .map(|o| Sibling {
-                path: o.path.clone(),
-                id: o.id.clone(),
-                title: o.title.clone(),
-            })
+            .filter(|o| o.title.as_deref() == Some(title))
+            .cloned()
             .collect();
         cands.push(Sibling {
             path: dir.clone(),
