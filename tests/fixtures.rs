@@ -497,3 +497,49 @@ fn a_fork_leaves_its_source_at_the_last_copied_record_even_after_the_source_rota
     let f = Session::load(&fork).unwrap();
     assert_eq!(f.forked_from.unwrap().records, 23);
 }
+
+#[test]
+fn old_compactions_and_old_dmail_wording_in_a_flat_session() {
+    use common::{assistant, cp, user, write};
+    // kimi-cli 0.35: `/compact` goes back to before checkpoint 0 without a
+    // new checkpoint, and the summary is an assistant message (content
+    // parts). 0.5x's accepted D-Mail says "ERROR: … was not sent".
+    let tmp = tempfile::tempdir().unwrap();
+    let sid = "0a0a0a0a-1111-4222-8333-444444444444";
+    let parts = |text: &str| serde_json::json!([{"type": "text", "text": text}]);
+    let old = vec![
+        cp(0),
+        user("hello"),
+        assistant("hi"),
+        cp(1),
+        user("more"),
+        serde_json::json!({"role": "assistant", "content": "Sending.",
+            "tool_calls": [{"type": "function", "id": "c1", "function": {"name": "SendDMail",
+            "arguments": "{\"message\": \"m\", \"checkpoint_id\": 0}"}}]})
+        .to_string(),
+        serde_json::json!({"role": "tool", "tool_call_id": "c1", "content": parts(
+            "<system>ERROR: If you see this message, the D-Mail was not sent successfully. This may be because some other tool that needs approval was rejected.</system>")})
+        .to_string(),
+    ];
+    let compacted = vec![
+        serde_json::json!({"role": "assistant", "content": parts(
+            "<system>Previous context has been compacted. Here is the compaction output:</system>")})
+        .to_string(),
+        user("next"),
+    ];
+    write(tmp.path(), &format!("{sid}_1.jsonl"), &old);
+    write(tmp.path(), &format!("{sid}.jsonl"), &compacted);
+    let got = tree_json(
+        tmp.path(),
+        &tmp.path()
+            .join(format!("{sid}_1.jsonl"))
+            .display()
+            .to_string(),
+    );
+    let lines = got["world_lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["fork"]["kind"], "compaction");
+    let attempts = got["dmail_attempts"].as_array().unwrap();
+    assert_eq!(attempts[0]["accepted"], true);
+    assert_eq!(attempts[0]["error"], Value::Null);
+}
