@@ -60,6 +60,9 @@ fn old_subagents_open_with_their_own_dmail_world_line() {
     for scenario in ["v0_55_subagent_dmail", "v1_0_subagent_dmail"] {
         let mut app = open(&history_session(scenario));
         let main = render(&mut app);
+        // The main agent has one world line: α's track, no β.
+        assert!(main.contains("▸α "), "{scenario}:\n{main}");
+        assert!(!main.contains("β"), "{scenario}:\n{main}");
         assert!(main.contains("Delegating."), "{scenario}:\n{main}");
         press(&mut app, "s");
         let list = render(&mut app);
@@ -68,12 +71,19 @@ fn old_subagents_open_with_their_own_dmail_world_line() {
         press_code(&mut app, KeyCode::Enter);
         let sub = render(&mut app);
         assert!(sub.contains("subagent sub_1"), "{scenario}:\n{sub}");
-        // Two world lines: α abandoned by the subagent's own D-Mail, β
-        // current, reached from α's SendDMail.
-        assert!(sub.contains("β: back to ⚑0 from α"), "{scenario}:\n{sub}");
-        assert!(sub.contains("SendDMail→⚑0⇒β"), "{scenario}:\n{sub}");
+        // The current world line is the D-Mail's (β): its map track says so,
+        // and why, and the sending step shows the accepted send.
+        let beta = sub
+            .lines()
+            .find(|l| l.contains("▸β"))
+            .unwrap_or_else(|| panic!("{scenario}: no β track:\n{sub}"));
+        assert!(beta.contains("current"), "{scenario}:\n{sub}");
         assert!(
-            sub.contains("D-Mail: Sub fold: line 42 only."),
+            beta.contains("← D-Mail from α at ⚑2 → ⚑0"),
+            "{scenario}:\n{sub}"
+        );
+        assert!(
+            sub.contains("Sub fold: line 42 only."),
             "{scenario}:\n{sub}"
         );
     }
@@ -83,7 +93,10 @@ fn old_subagents_open_with_their_own_dmail_world_line() {
 fn a_flat_dmail_session_shows_both_world_lines() {
     let mut app = open(&history_session("v0_55_dmail"));
     let screen = render(&mut app);
-    assert!(screen.contains("β: back to ⚑1 from α"), "{screen}");
+    // Both world lines are named on the map; β says why it exists.
+    assert!(screen.contains(" α  ●"), "{screen}");
+    assert!(screen.contains("← D-Mail from α at ⚑2 → ⚑1"), "{screen}");
+    assert!(screen.contains("Version fold"), "{screen}");
+    // The sending step shows the accepted send and the line it made.
     assert!(screen.contains("SendDMail→⚑1⇒β ✓"), "{screen}");
-    assert!(screen.contains("D-Mail: Version fold"), "{screen}");
 }
