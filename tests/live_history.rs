@@ -224,13 +224,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn fork_appears_while_watching(poll: bool) {
-    let src = history("v1_40_0_fork_undo").join("sessions");
-    let folder = std::fs::read_dir(&src)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let folder = work_folder("v1_40_0_fork_undo");
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp
         .path()
@@ -284,13 +278,7 @@ fn a_fork_made_while_the_source_is_watched_appears_live() {
 
 #[test]
 fn replay_copies_context_sub_sessions_and_refuses_flat_ones_clearly() {
-    let src = work_folder("v1_0_subagent_dmail");
-    let src = std::fs::read_dir(src)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let src = first_entry(&work_folder("v1_0_subagent_dmail"));
     let tmp = tempfile::tempdir().unwrap();
     let dst = tmp.path().join("copy");
     let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
