@@ -494,6 +494,19 @@ fn a_fork_leaves_its_source_at_the_last_copied_record_even_after_the_source_rota
     let at = s.fork_point(&link).unwrap();
     assert_eq!((at.line, at.record), (0, 22));
     assert_eq!(s.main().lines[at.line].file, "context_1.jsonl");
+    assert_eq!(link.source_file, "context_1.jsonl");
+    // The JSON says so too, on both sides.
+    let got = tree_json(share.path(), &src.display().to_string());
+    let fk = got["forks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["session"] == "1daf86b9-2123-4299-843b-fa06669261a9")
+        .unwrap()
+        .clone();
+    assert_eq!(fk["file"], "context_1.jsonl");
+    let got = tree_json(share.path(), &fork.display().to_string());
+    assert_eq!(got["forked_from"]["file"], "context_1.jsonl");
     let f = Session::load(&fork).unwrap();
     assert_eq!(f.forked_from.unwrap().records, 23);
 }

@@ -126,6 +126,9 @@ pub struct SessionLink {
     pub kind: LinkKind,
     /// The source's main world line (by index) the copy was taken from.
     pub source_line: usize,
+    /// That world line's name (`context.jsonl`, or `context_1.jsonl` once
+    /// the source rotated after the fork).
+    pub source_file: String,
 }
 
 /// A session's place among the sessions it came from and led to.

@@ -104,15 +104,17 @@ fn pick(
                 (Some(b), Some(m)) => b <= m,
                 _ => true,
             };
-            Some(((prefix, shared, older, b), s, shared, line))
+            let file = files[line].name.clone();
+            Some(((prefix, shared, older, b), s, shared, line, file))
         })
         .max_by(|a, b| a.0.cmp(&b.0))
-        .map(|(_, s, shared, line)| SessionLink {
+        .map(|(_, s, shared, line, file)| SessionLink {
             session: s.id,
             dir: s.path,
             records: shared,
             kind,
             source_line: line,
+            source_file: file,
         })
 }
 
@@ -201,6 +203,7 @@ pub fn of(layout: &Layout, title: Option<&str>, files: &[FileIndex]) -> Lineage 
                 records,
                 kind,
                 source_line: line,
+                source_file: files.get(line).map(|f| f.name.clone()).unwrap_or_default(),
             });
         }
     }
