@@ -132,7 +132,7 @@ fn open(dir: &Path, poll: bool, tx: &Sender<Msg>) -> anyhow::Result<Open> {
                 let a = match ev {
                     LiveEvent::Snapshot(s) => Action::Snapshot(s),
                     LiveEvent::Deleted => Action::Deleted,
-                    LiveEvent::Error(e) => Action::LiveError(e),
+                    LiveEvent::Error(e) | LiveEvent::Warning(e) => Action::LiveError(e),
                 };
                 if tx.send(Msg::Action(a)).is_err() {
                     return;

@@ -114,7 +114,7 @@ impl Session {
         let mut warnings = Vec::new();
         for (i, af) in std::iter::once(main).chain(subagents).enumerate() {
             for f in &af.files {
-                warnings.extend(f.warnings.iter().cloned());
+                warnings.extend(f.reported_warnings());
             }
             let family = family::build_family(i, af.files, &mut graph);
             if let Some(w) = &af.wire {
