@@ -18,7 +18,10 @@ pub fn tree_command(args: &TreeArgs) -> anyhow::Result<()> {
     let s = Session::load(&dir)?;
     let out = match args.format {
         TreeFormat::Text => text_tree(&s),
-        TreeFormat::Json => serde_json::to_string_pretty(&json::session_json(&s))? + "\n",
+        TreeFormat::Json => {
+            let doc = serde_json::to_string_pretty(&json::session_json(&s))?;
+            crate::text::json_for_terminal(doc) + "\n"
+        }
         TreeFormat::Dot => dot(&s),
         TreeFormat::Mermaid => mermaid(&s),
     };

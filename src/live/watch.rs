@@ -125,10 +125,15 @@ pub fn events_between(prev: Option<&Session>, next: &Session) -> Vec<Value> {
             let from = if appended { old_recs.len() } else { 0 };
             record_events(&label, f, i, from.max(line.shared), &mut out);
         }
-        // A context file deleted (or replaced by something unreadable).
+        // A context file deleted (or replaced by something unreadable). By
+        // name: a rotation renames files but never takes a name away.
         if let Some(b) = before {
-            for ol in b.family.lines.iter().skip(f.lines.len()) {
-                out.push(json!({"event": "world_line_removed", "agent": label, "file": ol.file}));
+            for ol in &b.family.lines {
+                if f.line_by_file(&ol.file).is_none() {
+                    out.push(
+                        json!({"event": "world_line_removed", "agent": label, "file": ol.file}),
+                    );
+                }
             }
         }
     }
@@ -163,8 +168,9 @@ pub fn events_between(prev: Option<&Session>, next: &Session) -> Vec<Value> {
 
 /// Writes one line and flushes it. `Ok(false)`: stdout is closed.
 fn emit(out: &mut impl Write, v: &Value) -> anyhow::Result<bool> {
-    let res = serde_json::to_writer(&mut *out, v)
-        .map_err(std::io::Error::from)
+    let line = crate::text::json_for_terminal(v.to_string());
+    let res = out
+        .write_all(line.as_bytes())
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush());
     match res {

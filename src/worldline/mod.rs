@@ -118,6 +118,13 @@ impl Session {
             for f in &af.files {
                 warnings.extend(f.reported_warnings());
             }
+            if let Some(problem) = af.wire.as_ref().and_then(|w| w.problem.as_ref()) {
+                warnings.push(Warning {
+                    file: format!("{}wire.jsonl", agent_prefix(dir, &af.dir)),
+                    line: 0,
+                    message: format!("{problem}; no times from it"),
+                });
+            }
             let family = family::build_family(i, af.files, &mut graph);
             if let Some(w) = &af.wire {
                 wire::join_times(&family, w, &mut graph);

@@ -40,14 +40,23 @@ pub struct WireLog {
     pub turns: Vec<TurnTiming>,
     /// Tool call id → (call time, result time).
     pub tool_calls: HashMap<String, (Option<f64>, Option<f64>)>,
+    /// Why the file was not read, or not to its end (a FIFO, a device, a
+    /// read error): the rebuild turns it into a warning.
+    pub problem: Option<String>,
 }
 
 impl WireLog {
     /// Reads a wire file as a stream: wire files grow to hundreds of MB
     /// (every content part is an event) and only a few event types matter.
-    /// `None` when it is missing or cannot be read (see [`WireLog::read_checked`]).
+    /// `None` when it is missing; a file that exists but cannot be read
+    /// gives an empty log whose `problem` says why.
     pub fn read(path: &Path) -> Option<WireLog> {
-        Self::read_checked(path).ok().flatten()
+        Self::read_checked(path).unwrap_or_else(|problem| {
+            Some(WireLog {
+                problem: Some(problem),
+                ..WireLog::default()
+            })
+        })
     }
 
     /// [`WireLog::read`], saying why a wire file that exists was not read:

@@ -1,0 +1,303 @@
+//! Hostile session files: special files under every metadata name, floods
+//! of malformed lines, escape sequences in names, records that only Python
+//! reads as equal. Each case runs the real binary (with a deadline, so a
+//! hang fails instead of blocking) on a copy in its own temp dir, with
+//! `KIMI_SHARE_DIR` pointing into that temp dir.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const FIXTURE: &str = "fixtures/kimi-cli/dmail_basic/sessions/ea9bdfc2413a1d6606914448ef07fc6d/7600d855-00b0-4139-aa93-a9aed5dee7dc";
+
+struct Ran {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    took: Duration,
+}
+
+impl Ran {
+    fn out(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+    fn err(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.stdout).unwrap_or_else(|e| panic!("{e}: {}", self.out()))
+    }
+}
+
+/// Runs worldline with a hard deadline (a hang is a failure, not a stuck
+/// test run).
+fn run(share: &Path, args: &[&OsStr]) -> Ran {
+    let start = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(args)
+        .env("KIMI_SHARE_DIR", share)
+        .env_remove("XDG_RUNTIME_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let o = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = out.read_to_end(&mut v);
+        v
+    });
+    let e = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err.read_to_end(&mut v);
+        v
+    });
+    let deadline = start + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("worldline {args:?} still running after 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Ran {
+        code: status.code(),
+        took: start.elapsed(),
+        stdout: o.join().unwrap(),
+        stderr: e.join().unwrap(),
+    }
+}
+
+fn tree(share: &Path, dir: &Path, format: &str) -> Ran {
+    run(
+        share,
+        &[
+            OsStr::new("tree"),
+            dir.as_os_str(),
+            OsStr::new("--format"),
+            OsStr::new(format),
+        ],
+    )
+}
+
+/// A copy of the dmail_basic fixture at `<tmp>/sessions/<hash>/<name>`.
+fn session_copy(tmp: &Path, name: &OsStr) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
+    let dir = tmp
+        .join("sessions")
+        .join("ea9bdfc2413a1d6606914448ef07fc6d")
+        .join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    dir
+}
+
+fn mkfifo(p: &Path) {
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+/// Every way a name can be hostile: a FIFO, two endless devices, a directory.
+fn plant(p: &Path, how: &str) {
+    let _ = std::fs::remove_file(p);
+    match how {
+        "fifo" => mkfifo(p),
+        "zero" => std::os::unix::fs::symlink("/dev/zero", p).unwrap(),
+        "urandom" => std::os::unix::fs::symlink("/dev/urandom", p).unwrap(),
+        "dir" => std::fs::create_dir(p).unwrap(),
+        _ => unreachable!(),
+    }
+}
+
+const HOSTILE: [&str; 4] = ["fifo", "zero", "urandom", "dir"];
+
+fn assert_clean(what: &str, bytes: &[u8]) {
+    let s = String::from_utf8_lossy(bytes);
+    let bad: Vec<char> = s
+        .chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: raw control characters {bad:?} in {s}"
+    );
+}
+
+#[test]
+fn special_wire_files_end_at_once_with_a_warning() {
+    for how in HOSTILE {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = session_copy(tmp.path(), OsStr::new("s"));
+        plant(&dir.join("wire.jsonl"), how);
+        let r = tree(tmp.path(), &dir, "json");
+        assert_eq!(r.code, Some(0), "{how}: {}", r.err());
+        assert!(r.took < Duration::from_secs(5), "{how}: {:?}", r.took);
+        let v = r.json();
+        let warned = v["warnings"].as_array().unwrap().iter().any(|w| {
+            w["file"] == "wire.jsonl"
+                && w["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("not a regular file")
+        });
+        assert!(warned, "{how}: {}", v["warnings"]);
+        assert_eq!(v["world_lines"].as_array().unwrap().len(), 2, "{how}");
+    }
+}
+
+#[test]
+fn special_context_files_fail_fast_naming_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session_copy(tmp.path(), OsStr::new("s"));
+    // The guard itself: index_file on a FIFO returns at once.
+    let fifo = dir.join("fifo.jsonl");
+    mkfifo(&fifo);
+    let start = Instant::now();
+    let e = worldline::read::index_file(&fifo, "fifo.jsonl").unwrap_err();
+    assert!(e.to_string().contains("FIFO"), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn three_thousand_malformed_lines_keep_a_hundred_warnings_and_a_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session_copy(tmp.path(), OsStr::new("s"));
+    let mut text = std::fs::read(dir.join("context.jsonl")).unwrap();
+    text.extend(b"x\n".repeat(3000));
+    std::fs::write(dir.join("context.jsonl"), text).unwrap();
+    let v = tree(tmp.path(), &dir, "json").json();
+    let w = v["warnings"].as_array().unwrap();
+    assert_eq!(w.len(), 101, "100 kept and one that counts the rest");
+    let last = w[100]["message"].as_str().unwrap();
+    assert!(
+        last.starts_with("2900 more warnings in this file"),
+        "{last}"
+    );
+    let r = tree(tmp.path(), &dir, "text");
+    assert!(r.out().contains("2900 more warnings"), "{}", r.out());
+}
+
+#[test]
+fn escape_sequences_in_dir_names_never_reach_the_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let evil =
+        OsStr::from_bytes(b"s\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07\x1b]8;;http:x\x07\xc2\x9b31m");
+    let dir = session_copy(tmp.path(), evil);
+    // Not UTF-8 either: clap would refuse it as an argument, not as a subdir.
+    let sub = dir
+        .join("subagents")
+        .join(OsStr::from_bytes(b"a\x1b[2J\xff"));
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::copy(dir.join("context.jsonl"), sub.join("context.jsonl")).unwrap();
+    for format in ["text", "dot", "mermaid"] {
+        let r = tree(tmp.path(), &dir, format);
+        assert_eq!(r.code, Some(0), "{format}: {}", r.err());
+        assert_clean(format, &r.stdout);
+        assert_clean(format, &r.stderr);
+    }
+    // JSON escapes them as JSON does.
+    let r = tree(tmp.path(), &dir, "json");
+    assert_clean("json", &r.stdout);
+    // An error naming the path is escaped too.
+    let missing = dir.join("nope.jsonl");
+    let r = run(tmp.path(), &[OsStr::new("tree"), missing.as_os_str()]);
+    assert_ne!(r.code, Some(0));
+    assert_clean("error", &r.stderr);
+    assert!(r.err().contains("␛]0;pwned␇"), "{}", r.err());
+}
+
+/// kimi-cli writes `_checkpoint c` again when it reverts; an old spelling
+/// with a repeated key is the same record to Python, so the D-Mail fork
+/// stays a D-Mail fork instead of turning into `/clear`.
+#[test]
+fn a_rewritten_shared_record_with_a_repeated_key_is_still_shared() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session_copy(tmp.path(), OsStr::new("s"));
+    let old = std::fs::read_to_string(dir.join("context_1.jsonl")).unwrap();
+    let old = old.replacen(
+        "{\"role\": \"_checkpoint\", \"id\": 0}",
+        "{\"role\": \"_checkpoint\", \"id\": 0, \"id\": 0}",
+        1,
+    );
+    std::fs::write(dir.join("context_1.jsonl"), old).unwrap();
+    let v = tree(tmp.path(), &dir, "json").json();
+    let fork = &v["world_lines"][1]["fork"];
+    assert_eq!(fork["kind"], "dmail", "{fork}");
+    assert_eq!(fork["checkpoint"], 1, "{fork}");
+}
+
+#[test]
+fn send_dmail_with_unreadable_arguments_is_an_attempt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session_copy(tmp.path(), OsStr::new("s"));
+    let mut text = std::fs::read_to_string(dir.join("context.jsonl")).unwrap();
+    text.push_str(concat!(
+        r#"{"role":"assistant","content":"go","tool_calls":[{"type":"function","id":"bad1","function":{"name":"SendDMail","arguments":"{\"message\": \"x\", \"checkpoint_id\": "}}]}"#,
+        "\n",
+        r#"{"role":"tool","content":"<system>ERROR: Error parsing JSON arguments</system>","tool_call_id":"bad1"}"#,
+        "\n"
+    ));
+    std::fs::write(dir.join("context.jsonl"), text).unwrap();
+    let v = tree(tmp.path(), &dir, "json").json();
+    let a = v["dmail_attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["tool_call_id"] == "bad1")
+        .unwrap_or_else(|| panic!("{}", v["dmail_attempts"]))
+        .clone();
+    assert_eq!(a["accepted"], false);
+    assert!(
+        a["arguments_error"]
+            .as_str()
+            .unwrap()
+            .contains("checkpoint_id"),
+        "{a}"
+    );
+    let r = tree(tmp.path(), &dir, "text");
+    assert!(
+        r.out()
+            .contains("call bad1 → checkpoint ?: unreadable arguments"),
+        "{}",
+        r.out()
+    );
+}
+
+/// A wire line far over the kept limit: its start still gives the times.
+#[test]
+fn a_huge_wire_line_is_read_by_its_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    let wire = tmp.path().join("wire.jsonl");
+    let big = "y".repeat(9 << 20);
+    let text = format!(
+        "{{\"timestamp\": 10.5, \"message\": {{\"type\": \"TurnBegin\", \"payload\": {{\"user_input\": \"hi\", \"pad\": \"{big}\"}}}}}}\n\
+         {{\"timestamp\": 11.0, \"message\": {{\"type\": \"ToolCall\", \"payload\": {{\"id\": \"c9\", \"pad\": \"{big}\"}}}}}}\n\
+         {{\"timestamp\": 12.0, \"message\": {{\"type\": \"TurnEnd\", \"payload\": {{}}}}}}\n"
+    );
+    std::fs::write(&wire, text).unwrap();
+    let log = worldline::worldline::WireLog::read_checked(&wire)
+        .unwrap()
+        .unwrap();
+    assert_eq!(log.turns.len(), 1);
+    assert_eq!(log.turns[0].start, 10.5);
+    assert_eq!(log.turns[0].end, Some(12.0));
+    assert_eq!(log.turns[0].user_input, "hi");
+    assert_eq!(log.tool_calls["c9"].0, Some(11.0));
+}
