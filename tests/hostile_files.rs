@@ -301,3 +301,23 @@ fn a_huge_wire_line_is_read_by_its_start() {
     assert_eq!(log.turns[0].user_input, "hi");
     assert_eq!(log.tool_calls["c9"].0, Some(11.0));
 }
+
+/// A world line whose file disappears gets an event, by name.
+#[test]
+fn watch_says_when_a_world_line_disappears() {
+    use worldline::live::watch::events_between;
+    use worldline::worldline::Session;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session_copy(tmp.path(), OsStr::new("s"));
+    let before = Session::load(&dir).unwrap();
+    std::fs::remove_file(dir.join("context_1.jsonl")).unwrap();
+    let after = Session::load(&dir).unwrap();
+    let events = events_between(Some(&before), &after);
+    let removed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "world_line_removed")
+        .collect();
+    assert_eq!(removed.len(), 1, "{events:?}");
+    assert_eq!(removed[0]["file"], "context_1.jsonl");
+    assert_eq!(removed[0]["agent"], "main");
+}
