@@ -321,3 +321,328 @@ fn watch_says_when_a_world_line_disappears() {
     assert_eq!(removed[0]["file"], "context_1.jsonl");
     assert_eq!(removed[0]["agent"], "main");
 }
+
+const SUBAGENT_FIXTURE: &str = "fixtures/kimi-cli/subagent/sessions/41d844fffc890c288a37435e20f9ad7d/3fe17231-90ce-4fd9-b414-ba53b7d7fd7a";
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// The subagent fixture at `<tmp>/sessions/<hash>/s`.
+fn subagent_copy(tmp: &Path) -> PathBuf {
+    let dir = tmp
+        .join("sessions")
+        .join("41d844fffc890c288a37435e20f9ad7d")
+        .join("s");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(SUBAGENT_FIXTURE),
+        &dir,
+    );
+    dir
+}
+
+fn warnings_of(v: &Value) -> Vec<(String, String)> {
+    v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["file"].as_str().unwrap().to_string(),
+                w["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn list_all(share: &Path) -> Ran {
+    run(share, &[OsStr::new("list"), OsStr::new("--all")])
+}
+
+#[test]
+fn special_files_under_every_metadata_name_end_at_once_with_a_warning() {
+    for how in HOSTILE {
+        // state.json: tree warns, list warns on stderr and still lists.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = subagent_copy(tmp.path());
+        plant(&dir.join("state.json"), how);
+        let r = tree(tmp.path(), &dir, "json");
+        assert_eq!(r.code, Some(0), "state.json {how}: {}", r.err());
+        assert!(r.took < Duration::from_secs(5), "{how}: {:?}", r.took);
+        let w = warnings_of(&r.json());
+        assert!(
+            w.iter()
+                .any(|(f, m)| f == "state.json" && m.contains("not a regular file")),
+            "{how}: {w:?}"
+        );
+        let r = list_all(tmp.path());
+        assert_eq!(r.code, Some(0), "{how}: {}", r.err());
+        assert!(
+            r.err().contains("state.json") && r.err().contains("not a regular file"),
+            "{how}: {}",
+            r.err()
+        );
+        assert!(
+            r.out().contains("s "),
+            "{how}: the session is still listed: {}",
+            r.out()
+        );
+
+        // meta.json of a subagent: its world lines stay, with a warning.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = subagent_copy(tmp.path());
+        plant(&dir.join("subagents/aede5373b/meta.json"), how);
+        let r = tree(tmp.path(), &dir, "json");
+        assert_eq!(r.code, Some(0), "meta.json {how}: {}", r.err());
+        let v = r.json();
+        assert_eq!(v["subagents"].as_array().unwrap().len(), 1);
+        let w = warnings_of(&v);
+        assert!(
+            w.iter().any(|(f, _)| f == "subagents/aede5373b/meta.json"),
+            "{how}: {w:?}"
+        );
+
+        // kimi.json: list warns and lists.
+        let tmp = tempfile::tempdir().unwrap();
+        subagent_copy(tmp.path());
+        plant(&tmp.path().join("kimi.json"), how);
+        let r = list_all(tmp.path());
+        assert_eq!(r.code, Some(0), "kimi.json {how}: {}", r.err());
+        assert!(r.took < Duration::from_secs(5), "{how}: {:?}", r.took);
+        assert!(r.err().contains("kimi.json"), "{how}: {}", r.err());
+    }
+}
+
+#[test]
+fn a_huge_title_is_refused_and_a_long_one_cut() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = subagent_copy(tmp.path());
+    let huge = "T".repeat(5 << 20);
+    std::fs::write(
+        dir.join("state.json"),
+        serde_json::json!({"custom_title": huge}).to_string(),
+    )
+    .unwrap();
+    let v = tree(tmp.path(), &dir, "json").json();
+    assert_eq!(v["title"], Value::Null);
+    assert!(warnings_of(&v)
+        .iter()
+        .any(|(f, m)| f == "state.json" && m.contains("limit")));
+    let long = "L\u{1b}]0;x\u{7}".repeat(100_000);
+    std::fs::write(
+        dir.join("state.json"),
+        serde_json::json!({"custom_title": long}).to_string(),
+    )
+    .unwrap();
+    let v = tree(tmp.path(), &dir, "json").json();
+    assert!(v["title"].as_str().unwrap().chars().count() <= 1001);
+    let r = tree(tmp.path(), &dir, "text");
+    assert!(
+        r.out().lines().next().unwrap().chars().count() < 200,
+        "{}",
+        r.out()
+    );
+    assert_clean("text", &r.stdout);
+    let r = list_all(tmp.path());
+    assert!(r.stdout.len() < 4096, "{}", r.out());
+    assert_clean("list", &r.stdout);
+}
+
+#[test]
+fn tree_dot_names_the_real_session() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session_copy(
+        tmp.path(),
+        OsStr::new("7600d855-00b0-4139-aa93-a9aed5dee7dc"),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["tree", ".", "--format", "json"])
+        .current_dir(&dir)
+        .env("KIMI_SHARE_DIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["session_id"], "7600d855-00b0-4139-aa93-a9aed5dee7dc");
+    let sd = PathBuf::from(v["session_dir"].as_str().unwrap());
+    assert!(sd.is_absolute(), "{sd:?}");
+    assert_eq!(sd, dir.canonicalize().unwrap());
+}
+
+#[test]
+fn unreadable_subagents_are_warnings_not_failures() {
+    // `subagents` that is not a directory: listed as unreadable.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session_copy(tmp.path(), OsStr::new("s"));
+    std::fs::write(dir.join("subagents"), "not a dir").unwrap();
+    let r = tree(tmp.path(), &dir, "json");
+    assert_eq!(r.code, Some(0), "{}", r.err());
+    let w = warnings_of(&r.json());
+    assert!(
+        w.iter()
+            .any(|(f, m)| f == "subagents" && m.contains("cannot be listed")),
+        "{w:?}"
+    );
+
+    // One subagent directory that cannot be read: the rest still loads.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = subagent_copy(tmp.path());
+    let bad = dir.join("subagents").join("zz");
+    std::fs::create_dir(&bad).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    cmd.args(["tree", "--format", "json"])
+        .arg(&dir)
+        .env("KIMI_SHARE_DIR", tmp.path());
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        // Root reads anything: run as nobody, with the way in opened.
+        use std::os::unix::process::CommandExt;
+        let mut p = tmp.path().to_path_buf();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for part in dir.strip_prefix(tmp.path()).unwrap().components() {
+            p.push(part);
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        copy_tree_perms(&dir);
+        std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o000)).unwrap();
+        cmd.uid(65534).gid(65534);
+    }
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(err.matches("zz").count(), 0, "no error printed: {err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["subagents"].as_array().unwrap().len(), 1);
+    let w = warnings_of(&v);
+    assert!(
+        w.iter()
+            .any(|(f, m)| f == "subagents/zz" && m.contains("not read")),
+        "{w:?}"
+    );
+}
+
+/// Everything under `dir` readable by others (for the run as nobody).
+fn copy_tree_perms(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let mode = if e.file_type().unwrap().is_dir() {
+            0o755
+        } else {
+            0o644
+        };
+        std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree_perms(&e.path());
+        }
+    }
+}
+
+#[test]
+fn odd_context_names_are_skipped_with_a_word() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session_copy(tmp.path(), OsStr::new("s"));
+    let one = std::fs::read(dir.join("context_1.jsonl")).unwrap();
+    for name in [
+        "context_+3.jsonl",
+        "context_x.jsonl",
+        "context_99999999999999999999999.jsonl",
+        "context_01.jsonl",
+    ] {
+        std::fs::write(dir.join(name), &one).unwrap();
+    }
+    let v = tree(tmp.path(), &dir, "json").json();
+    let files: Vec<&str> = v["world_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["context_1.jsonl", "context.jsonl"]);
+    let w = warnings_of(&v);
+    let said = |f: &str, what: &str| w.iter().any(|(wf, m)| wf == f && m.contains(what));
+    assert!(said("context_+3.jsonl", "not a rotation name"), "{w:?}");
+    assert!(said("context_x.jsonl", "not a rotation name"), "{w:?}");
+    assert!(
+        said("context_99999999999999999999999.jsonl", "64 bits"),
+        "{w:?}"
+    );
+    assert!(
+        said(
+            "context_01.jsonl",
+            "same rotation number as context_1.jsonl"
+        ),
+        "{w:?}"
+    );
+
+    // kimi-cli's \d+ takes 01 as 1: alone, it is rotation 1.
+    std::fs::remove_file(dir.join("context_1.jsonl")).unwrap();
+    let v = tree(tmp.path(), &dir, "json").json();
+    let files: Vec<&str> = v["world_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["context_01.jsonl", "context.jsonl"]);
+}
+
+#[test]
+fn a_context_jsonl_that_is_no_regular_file_is_named() {
+    for how in ["dir", "fifo", "symlink"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = session_copy(tmp.path(), OsStr::new("s"));
+        let ctx = dir.join("context.jsonl");
+        std::fs::rename(&ctx, dir.join("real.jsonl")).unwrap();
+        match how {
+            "dir" => std::fs::create_dir(&ctx).unwrap(),
+            "fifo" => mkfifo(&ctx),
+            _ => std::os::unix::fs::symlink(dir.join("real.jsonl"), &ctx).unwrap(),
+        }
+        let r = tree(tmp.path(), &dir, "json");
+        assert_eq!(r.code, Some(0), "{how}: {}", r.err());
+        let w = warnings_of(&r.json());
+        assert!(
+            w.iter()
+                .any(|(f, m)| f == "context.jsonl" && m.contains("not read as a world line")),
+            "{how}: {w:?}"
+        );
+    }
+}
+
+#[test]
+fn list_escapes_hostile_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    session_copy(
+        tmp.path(),
+        OsStr::from_bytes(b"l\x1b]0;pwned\x07\xc2\x9b2J\xff"),
+    );
+    let r = list_all(tmp.path());
+    assert_eq!(r.code, Some(0), "{}", r.err());
+    assert_clean("list", &r.stdout);
+    assert!(r.out().contains("l␛]0;pwned␇"), "{}", r.out());
+    let r = run(
+        tmp.path(),
+        &[
+            OsStr::new("list"),
+            OsStr::new("--all"),
+            OsStr::new("--json"),
+        ],
+    );
+    assert_clean("list --json", &r.stdout);
+    assert!(r.out().contains("\\u009b"), "{}", r.out());
+}

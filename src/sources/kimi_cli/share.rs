@@ -279,6 +279,8 @@ pub fn work_dir_of(path: &Path) -> Option<String> {
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionSummary {
     pub id: String,
+    /// Not UTF-8 in a name must not fail the whole listing.
+    #[serde(serialize_with = "lossy_path")]
     pub dir: PathBuf,
     pub work_dir: Option<String>,
     pub title: Option<String>,
@@ -291,6 +293,10 @@ pub struct SessionSummary {
     pub forked_from: Option<String>,
     /// `"fork"` or `"undo"` when `forked_from` is set.
     pub fork_kind: Option<String>,
+}
+
+fn lossy_path<S: serde::Serializer>(p: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
 }
 
 pub fn summarize(path: &Path, work_dirs: &HashMap<String, String>) -> SessionSummary {
