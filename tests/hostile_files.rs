@@ -4,6 +4,8 @@
 //! hang fails instead of blocking) on a copy in its own temp dir, with
 //! `KIMI_SHARE_DIR` pointing into that temp dir.
 
+mod common;
+
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -93,17 +95,21 @@ fn tree(share: &Path, dir: &Path, format: &str) -> Ran {
 
 /// A copy of the dmail_basic fixture at `<tmp>/sessions/<hash>/<name>`.
 fn session_copy(tmp: &Path, name: &OsStr) -> PathBuf {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE);
     let dir = tmp
         .join("sessions")
         .join("ea9bdfc2413a1d6606914448ef07fc6d")
         .join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
-    }
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE), &dir);
     dir
+}
+
+fn files_of(v: &Value) -> Vec<String> {
+    v["world_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["file"].as_str().unwrap().to_string())
+        .collect()
 }
 
 fn mkfifo(p: &Path) {
@@ -125,20 +131,6 @@ fn plant(p: &Path, how: &str) {
 }
 
 const HOSTILE: [&str; 4] = ["fifo", "zero", "urandom", "dir"];
-
-fn assert_clean(what: &str, bytes: &[u8]) {
-    let s = String::from_utf8_lossy(bytes);
-    let bad: Vec<char> = s
-        .chars()
-        .filter(|&c| {
-            (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
-        })
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{what}: raw control characters {bad:?} in {s}"
-    );
-}
 
 #[test]
 fn special_wire_files_end_at_once_with_a_warning() {
@@ -209,17 +201,17 @@ fn escape_sequences_in_dir_names_never_reach_the_terminal() {
     for format in ["text", "dot", "mermaid"] {
         let r = tree(tmp.path(), &dir, format);
         assert_eq!(r.code, Some(0), "{format}: {}", r.err());
-        assert_clean(format, &r.stdout);
-        assert_clean(format, &r.stderr);
+        common::assert_no_raw_controls(format, &r.stdout);
+        common::assert_no_raw_controls(format, &r.stderr);
     }
     // JSON escapes them as JSON does.
     let r = tree(tmp.path(), &dir, "json");
-    assert_clean("json", &r.stdout);
+    common::assert_no_raw_controls("json", &r.stdout);
     // An error naming the path is escaped too.
     let missing = dir.join("nope.jsonl");
     let r = run(tmp.path(), &[OsStr::new("tree"), missing.as_os_str()]);
     assert_ne!(r.code, Some(0));
-    assert_clean("error", &r.stderr);
+    common::assert_no_raw_controls("error", &r.stderr);
     assert!(r.err().contains("␛]0;pwned␇"), "{}", r.err());
 }
 
@@ -450,10 +442,10 @@ fn a_huge_title_is_refused_and_a_long_one_cut() {
         "{}",
         r.out()
     );
-    assert_clean("text", &r.stdout);
+    common::assert_no_raw_controls("text", &r.stdout);
     let r = list_all(tmp.path());
     assert!(r.stdout.len() < 4096, "{}", r.out());
-    assert_clean("list", &r.stdout);
+    common::assert_no_raw_controls("list", &r.stdout);
 }
 
 #[test]
@@ -566,13 +558,7 @@ fn odd_context_names_are_skipped_with_a_word() {
         std::fs::write(dir.join(name), &one).unwrap();
     }
     let v = tree(tmp.path(), &dir, "json").json();
-    let files: Vec<&str> = v["world_lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["file"].as_str().unwrap())
-        .collect();
-    assert_eq!(files, ["context_1.jsonl", "context.jsonl"]);
+    assert_eq!(files_of(&v), ["context_1.jsonl", "context.jsonl"]);
     let w = warnings_of(&v);
     let said = |f: &str, what: &str| w.iter().any(|(wf, m)| wf == f && m.contains(what));
     assert!(said("context_+3.jsonl", "not a rotation name"), "{w:?}");
@@ -592,13 +578,7 @@ fn odd_context_names_are_skipped_with_a_word() {
     // kimi-cli's \d+ takes 01 as 1: alone, it is rotation 1.
     std::fs::remove_file(dir.join("context_1.jsonl")).unwrap();
     let v = tree(tmp.path(), &dir, "json").json();
-    let files: Vec<&str> = v["world_lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["file"].as_str().unwrap())
-        .collect();
-    assert_eq!(files, ["context_01.jsonl", "context.jsonl"]);
+    assert_eq!(files_of(&v), ["context_01.jsonl", "context.jsonl"]);
 }
 
 #[test]
@@ -633,7 +613,7 @@ fn list_escapes_hostile_names() {
     );
     let r = list_all(tmp.path());
     assert_eq!(r.code, Some(0), "{}", r.err());
-    assert_clean("list", &r.stdout);
+    common::assert_no_raw_controls("list", &r.stdout);
     assert!(r.out().contains("l␛]0;pwned␇"), "{}", r.out());
     let r = run(
         tmp.path(),
@@ -643,6 +623,6 @@ fn list_escapes_hostile_names() {
             OsStr::new("--json"),
         ],
     );
-    assert_clean("list --json", &r.stdout);
+    common::assert_no_raw_controls("list --json", &r.stdout);
     assert!(r.out().contains("\\u009b"), "{}", r.out());
 }
