@@ -626,3 +626,46 @@ fn list_escapes_hostile_names() {
     common::assert_no_raw_controls("list --json", &r.stdout);
     assert!(r.out().contains("\\u009b"), "{}", r.out());
 }
+
+/// `watch` on a session whose `state.json` is a FIFO: it starts, streams,
+/// and says so, instead of hanging in `open()`.
+#[test]
+fn watch_warns_about_a_fifo_state_json_and_keeps_going() {
+    use std::io::BufRead;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session_copy(tmp.path(), OsStr::new("s"));
+    plant(&dir.join("state.json"), "fifo");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["watch", "--json"])
+        .arg(&dir)
+        .env("KIMI_SHARE_DIR", tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (mut lines, mut warned) = (0, false);
+    while Instant::now() < deadline && !(warned && lines > 1) {
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
+            let v: Value = serde_json::from_str(&l).unwrap();
+            lines += 1;
+            warned |= v["event"] == "warning"
+                && v["file"] == "state.json"
+                && v["message"].as_str().unwrap().contains("FIFO");
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(lines > 1, "watch streamed nothing");
+    assert!(warned, "no warning about state.json");
+}
