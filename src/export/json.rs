@@ -99,5 +99,6 @@ fn attempt_json(f: &Family, a: &DMailAttempt) -> Value {
         "accepted": a.accepted,
         "error": a.error,
         "caused": a.caused.and_then(|i| f.lines.get(i)).map(|l| l.file.clone()),
+        "arguments_error": a.arguments_error,
     })
 }

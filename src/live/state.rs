@@ -333,6 +333,8 @@ impl AgentState {
                 .map(|w| w.sink().log.clone()),
             meta: self.meta.as_ref().map(|(_, m)| m.clone()),
             link: self.spec.link.clone(),
+            // Live problems arrive as follower errors instead.
+            warnings: Vec::new(),
         }
     }
 }
@@ -346,6 +348,8 @@ pub struct SessionState {
     title: Option<Stamp>,
     /// `state.json`'s title, read again only when its stamp changes.
     title_text: Option<String>,
+    /// Why `state.json` could not be read (a FIFO, a device, too big).
+    title_problem: Option<String>,
     /// Directories a native watcher should cover.
     dirs: Vec<PathBuf>,
     siblings: Siblings,
@@ -421,6 +425,7 @@ impl SessionState {
             subs: BTreeMap::new(),
             title: None,
             title_text: None,
+            title_problem: None,
             dirs: vec![layout.folder().to_path_buf()],
             siblings: Siblings::default(),
             lineage: None,
@@ -477,7 +482,8 @@ impl SessionState {
         let title = state.as_deref().and_then(stamp);
         if title != self.title {
             self.title = title;
-            self.title_text = state.as_deref().and_then(meta::title);
+            (self.title_text, self.title_problem) =
+                state.as_deref().map_or((None, None), meta::title_checked);
             self.lineage = None;
             changed = true;
         }
@@ -506,7 +512,14 @@ impl SessionState {
     /// Rebuilds the session from what was read; `None` while the main agent
     /// has no context file yet.
     pub fn snapshot(&mut self) -> Option<Session> {
-        let main = self.main.agent_parts();
+        let mut main = self.main.agent_parts();
+        if let Some(why) = &self.title_problem {
+            main.warnings.push(crate::model::Warning {
+                file: layout::STATE.to_string(),
+                line: 0,
+                message: why.clone(),
+            });
+        }
         if main.files.is_empty() {
             return None;
         }

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::model::Warning;
 use crate::read::FileIndex;
 
 /// Reads the session at `path` with the source whose format it is.
@@ -61,6 +62,10 @@ pub struct AgentParts {
     pub meta: Option<SubagentMeta>,
     /// How a subagent finds the parent's call that ran it.
     pub link: ParentLink,
+    /// What the source skipped or could not read about this agent (a side
+    /// file that is a FIFO or too big, a name that is no world line, an
+    /// unreadable directory); the main agent's also hold the session's.
+    pub warnings: Vec<Warning>,
 }
 
 /// Kept so callers written before the seam still build.

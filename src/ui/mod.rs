@@ -153,7 +153,7 @@ fn open(dir: &Path, poll: bool, tx: &Sender<Incoming>) -> anyhow::Result<Open> {
                 let l = match ev {
                     LiveEvent::Snapshot(s) => Live::Snapshot(s),
                     LiveEvent::Deleted => Live::Deleted,
-                    LiveEvent::Error(e) => Live::Error(e),
+                    LiveEvent::Error(e) | LiveEvent::Warning(e) => Live::Error(e),
                 };
                 if tx.send(Incoming::Msg(l.into())).is_err() {
                     return;

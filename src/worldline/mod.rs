@@ -86,8 +86,9 @@ impl Session {
         let mut warnings = Vec::new();
         for (i, af) in parts.agents.into_iter().enumerate() {
             for f in &af.files {
-                warnings.extend(f.warnings.iter().cloned());
+                warnings.extend(f.reported_warnings());
             }
+            warnings.extend(af.warnings.iter().cloned());
             let family = family::build_family(i, af.files, &af.forks, &mut graph);
             if let Some(w) = &af.wire {
                 wire::join_times(&family, w, &mut graph);
