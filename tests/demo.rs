@@ -284,7 +284,10 @@ fn the_story_ends_by_itself_in_two_to_three_minutes_at_the_default_speed() {
     );
 
     // The last record is the epilogue: every world line, and keys to try.
-    let text = last_words(&agent.session_dir().join("context.jsonl"));
+    let ctx = lines(&agent.session_dir().join("context.jsonl"));
+    let last: Value = serde_json::from_str(ctx.last().unwrap()).unwrap();
+    assert_eq!(last["role"], "assistant", "the epilogue is the last record");
+    let text = last["content"].to_string();
     assert!(text.contains("end of the demo"), "{text}");
     assert!(text.contains("3 world lines"), "{text}");
     for name in [
@@ -485,7 +488,7 @@ fn headless_binary_runs_the_story_to_its_end_and_keeps_the_session() {
     let session = PathBuf::from(stdout.lines().next().unwrap());
     assert!(session.starts_with(tmp.path().join("sessions")), "{stdout}");
     assert!(
-        stdout.contains("The demo's story ended; its session stays in"),
+        stdout.contains("The demo's story ended; its session (3 world lines) stays in"),
         "{stdout}"
     );
     assert!(

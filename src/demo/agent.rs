@@ -191,6 +191,15 @@ impl DemoAgent {
         self.finished && self.ops.is_empty()
     }
 
+    /// World lines of the session so far: one more than the reverts.
+    pub fn world_lines(&self) -> usize {
+        1 + self
+            .events
+            .iter()
+            .filter(|e| matches!(e, DemoEvent::WorldLine { .. }))
+            .count()
+    }
+
     /// Does one beat of work; returns the pause before the next at speed 1.
     /// After the end a beat only looks for a D-Mail to act on.
     pub fn step(&mut self) -> Result<Duration, DemoError> {
@@ -617,7 +626,11 @@ impl DemoAgent {
         let assistant = Message::assistant(step.parts.clone()).with_tool_calls(step.calls.clone());
         self.context.message(&assistant)?;
         self.tokens = step.tokens_in + output;
-        self.context.usage(self.tokens)?;
+        // The epilogue stays the last record, so a viewer following the
+        // head shows it (kimi-cli writes this count; a reader recomputes).
+        if !(self.finished && step.calls.is_empty()) {
+            self.context.usage(self.tokens)?;
+        }
         for (call, result) in step.calls.iter().zip(&results) {
             self.context
                 .message(&Message::tool_result(call.id.as_str(), result))?;

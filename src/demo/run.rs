@@ -107,9 +107,9 @@ impl Default for DemoOptions {
     }
 }
 
-/// What to tell the user once the demo is over: where its session stays
-/// and what to run on it.
-pub fn farewell(session_dir: &Path, finished: bool) -> String {
+/// What to tell the user once the demo is over: where its session stays,
+/// how many world lines it has and what to run on it.
+pub fn farewell(session_dir: &Path, finished: bool, world_lines: usize) -> String {
     let dir = session_dir.display().to_string();
     let quoted = if dir.contains(|c: char| c.is_whitespace() || "'\"$`\\".contains(c)) {
         format!("'{}'", dir.replace('\'', "'\\''"))
@@ -121,13 +121,14 @@ pub fn farewell(session_dir: &Path, finished: bool) -> String {
     } else {
         "The demo stopped before its story ended"
     };
+    let s = if world_lines == 1 { "" } else { "s" };
     format!(
-        "{ending}; its session stays in\n  {dir}\n\
-         Look at it again:\n  \
-         worldline {quoted}              the TUI\n  \
-         worldline tree {quoted}         its world lines as a tree\n  \
-         worldline watch --json {quoted} its events, as the files have them\n\
-         `worldline send` needs a running agent: start another `worldline demo` and send to it.\n"
+        "{ending}; its session ({world_lines} world line{s}) stays in\n  {dir}\n\
+         Look at it again with\n  \
+         worldline {quoted}\n  \
+         worldline tree {quoted}\n  \
+         worldline watch --json {quoted}\n\
+         (`worldline send` needs a live agent: run another `worldline demo` to send it D-Mails.)\n"
     )
 }
 
@@ -177,32 +178,35 @@ pub fn run(args: &DemoOptions) -> anyhow::Result<()> {
     let session_dir: PathBuf = agent.session_dir().to_owned();
     let hosting = start_denwa(&session_dir, &session_id, renji)?;
 
-    let (result, finished) = if args.headless {
+    let (result, (finished, world_lines)) = if args.headless {
         let mut out = std::io::stdout().lock();
         writeln!(out, "{}", session_dir.display())?;
         out.flush()?;
         drop(out);
         let r = run_agent(&mut agent, &SystemClock, args.speed, AtEnd::Stop, &stop);
-        (r.map_err(anyhow::Error::from), agent.finished())
+        (
+            r.map_err(anyhow::Error::from),
+            (agent.finished(), agent.world_lines()),
+        )
     } else {
         let speed = args.speed;
         let agent_stop = Arc::clone(&stop);
         let worker = std::thread::spawn(move || {
             let r = run_agent(&mut agent, &SystemClock, speed, AtEnd::Wait, &agent_stop);
-            (r, agent.finished())
+            (r, (agent.finished(), agent.world_lines()))
         });
         let ui = crate::ui::run_on(session_dir.clone(), true, false);
         stop.store(true, Ordering::Relaxed);
         let (agent_result, finished) = match worker.join() {
             Ok((r, f)) => (r.map_err(anyhow::Error::from), f),
-            Err(_) => (Err(anyhow::anyhow!("the demo agent panicked")), false),
+            Err(_) => (Err(anyhow::anyhow!("the demo agent panicked")), (false, 0)),
         };
         (ui.and(agent_result), finished)
     };
     hosting.shutdown();
     // Said even after an error: the session is there either way.
     let mut out = std::io::stdout().lock();
-    let _ = write!(out, "{}", farewell(&session_dir, finished));
+    let _ = write!(out, "{}", farewell(&session_dir, finished, world_lines));
     let _ = out.flush();
     result
 }
