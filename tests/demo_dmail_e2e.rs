@@ -161,7 +161,10 @@ fn worldline_send_makes_the_demo_revert() {
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     let status = demo.0.wait().unwrap();
     assert!(status.success(), "{status:?}");
-    assert!(rest.contains("its session stays in"), "{rest}");
+    assert!(
+        rest.contains("The demo's story ended; its session ("),
+        "{rest}"
+    );
     assert!(rest.contains(&dir.display().to_string()), "{rest}");
     let v = tree_json(&dir);
     assert!(v["world_lines"].as_array().unwrap().len() >= 4, "{v}");

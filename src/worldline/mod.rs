@@ -5,6 +5,7 @@
 
 pub mod family;
 pub mod graph;
+pub mod revert;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
