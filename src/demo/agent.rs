@@ -368,7 +368,7 @@ impl DemoAgent {
             };
             out.push_str(&format!(
                 "- {} ({file}): {began}; {ended}.\n",
-                crate::ui::theme::line_name(i)
+                crate::worldline::names::line_name(i)
             ));
         }
         out.push_str(

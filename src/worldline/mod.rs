@@ -5,6 +5,8 @@
 
 pub mod family;
 pub mod graph;
+pub mod map;
+pub mod names;
 pub mod revert;
 pub mod wire;
 

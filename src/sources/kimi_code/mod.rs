@@ -1,0 +1,217 @@
+//! Kimi Code CLI (npm `@moonshot-ai/kimi-code`): its on-disk contract.
+//! Where sessions live (`home`), `state.json` (`state`), each agent's
+//! `wire.jsonl` indexed (`wire`), the branches inside a wire (`tree`), the
+//! records each branch shows and their bodies (`records`), and lineage
+//! between sessions (`/fork`). World lines here are branches inside one
+//! append-only file, not files.
+
+pub mod home;
+pub mod records;
+pub mod state;
+pub mod tree;
+pub mod wire;
+
+use std::path::{Path, PathBuf};
+
+pub use home::{work_dir_key, Home};
+pub use state::SessionState;
+pub use tree::{Branch, WireTree};
+pub use wire::{Entry, EntryKind, WireIndex};
+
+use crate::error::{Error, Result};
+
+/// One agent's wire, read, and its branch tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentParts {
+    /// `main`, `agent-0`, …
+    pub id: String,
+    pub dir: PathBuf,
+    pub wire: WireIndex,
+    pub tree: WireTree,
+}
+
+impl AgentParts {
+    pub fn from_wire(id: &str, dir: PathBuf, wire: WireIndex) -> AgentParts {
+        let tree = tree::build(&wire.entries, wire.lines);
+        AgentParts {
+            id: id.to_string(),
+            dir,
+            wire,
+            tree,
+        }
+    }
+}
+
+/// Where a subagent came from: the parent's Agent call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpawnLink {
+    pub parent_agent: String,
+    pub tool_call_id: Option<String>,
+    /// The line of that `tool.call` in the parent's wire.
+    pub line: Option<u32>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+}
+
+/// A session as read: `agents[0]` is `main`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodeSession {
+    pub dir: PathBuf,
+    pub id: String,
+    pub state: SessionState,
+    pub agents: Vec<AgentParts>,
+}
+
+/// Lineage between sessions: `line` is the last source wire line the
+/// fork copied (its `forked` line is the next one).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ForkLink {
+    pub session: String,
+    pub line: Option<u32>,
+}
+
+impl CodeSession {
+    /// Reads a session directory (`agents/main/wire.jsonl` must exist).
+    pub fn read(dir: &Path) -> Result<CodeSession> {
+        if !home::is_session_dir(dir) {
+            return Err(Error::NoContextFile {
+                path: dir.to_path_buf(),
+            });
+        }
+        let mut agents = Vec::new();
+        for id in home::agent_ids(dir) {
+            let agent_dir = dir.join("agents").join(&id);
+            let name = format!("agents/{id}/wire.jsonl");
+            let wire = WireIndex::read(&agent_dir.join("wire.jsonl"), &name)?;
+            agents.push(AgentParts::from_wire(&id, agent_dir, wire));
+        }
+        Ok(CodeSession::from_parts(
+            dir,
+            SessionState::read(dir),
+            agents,
+        ))
+    }
+
+    /// Pure: from wires already indexed (the live tail keeps them).
+    pub fn from_parts(dir: &Path, state: SessionState, agents: Vec<AgentParts>) -> CodeSession {
+        let dir_name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        CodeSession {
+            dir: dir.to_path_buf(),
+            id: dir_name,
+            state,
+            agents,
+        }
+    }
+
+    pub fn agent(&self, id: &str) -> Option<&AgentParts> {
+        self.agents.iter().find(|a| a.id == id)
+    }
+
+    /// The parent's call that spawned `id`: `subagent.spawned` (2.1.0), else
+    /// an Agent result naming it (0.42).
+    pub fn spawn_link(&self, id: &str) -> Option<SpawnLink> {
+        let parent_agent = self
+            .state
+            .agent(id)
+            .and_then(|a| a.parent_agent.clone())
+            .unwrap_or_else(|| "main".to_string());
+        let parent = self.agent(&parent_agent)?;
+        let mut link = SpawnLink {
+            parent_agent: parent_agent.clone(),
+            tool_call_id: None,
+            line: None,
+            name: None,
+            description: None,
+        };
+        for e in &parent.wire.entries {
+            match &e.kind {
+                EntryKind::Spawned {
+                    agent_id,
+                    name,
+                    description,
+                    parent_tool_call_id,
+                } if agent_id == id => {
+                    link.tool_call_id = parent_tool_call_id.clone();
+                    link.name = name.clone();
+                    link.description = description.clone();
+                    break;
+                }
+                EntryKind::ToolResult {
+                    tool_call_id,
+                    agent: Some(a),
+                } if a == id && link.tool_call_id.is_none() => {
+                    link.tool_call_id = Some(tool_call_id.clone());
+                }
+                _ => {}
+            }
+        }
+        link.line = link.tool_call_id.as_ref().and_then(|call| {
+            parent
+                .wire
+                .call_lines
+                .iter()
+                .find(|(c, _)| c == call)
+                .map(|&(_, l)| l)
+        });
+        Some(link)
+    }
+
+    /// `state.json.forkedFrom`, with the source line the copy ends at.
+    pub fn forked_from(&self) -> Option<ForkLink> {
+        let source = self.state.forked_from.clone()?;
+        let line = self
+            .agents
+            .first()
+            .and_then(|m| m.tree.forked.last())
+            .map(|f| f.line.saturating_sub(1));
+        Some(ForkLink {
+            session: source,
+            line,
+        })
+    }
+
+    /// Sessions beside this one (same bucket) forked from it.
+    pub fn forks(&self) -> Vec<ForkLink> {
+        let Some(bucket) = self.dir.parent() else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(bucket) else {
+            return Vec::new();
+        };
+        let mut out: Vec<ForkLink> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p != &self.dir && home::is_session_dir(p))
+            .filter_map(|p| {
+                let st = SessionState::read(&p);
+                if st.forked_from.as_deref() != Some(self.id.as_str()) {
+                    return None;
+                }
+                let id = p.file_name()?.to_string_lossy().into_owned();
+                let line = last_forked_line(&p.join("agents/main/wire.jsonl"));
+                Some(ForkLink {
+                    session: id,
+                    line: line.map(|l| l.saturating_sub(1)),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.session.cmp(&b.session));
+        out
+    }
+}
+
+/// The last `forked` line of a wire, read without keeping it.
+fn last_forked_line(wire: &Path) -> Option<u32> {
+    let w = WireIndex::read(wire, "").ok()?;
+    w.entries
+        .iter()
+        .rev()
+        .find(|e| e.kind == EntryKind::Forked)
+        .map(|e| e.line)
+}
+
+#[cfg(test)]
+mod fixture_tests;

@@ -1,0 +1,249 @@
+//! What a branch shows: the wire entries that are records, on its chain,
+//! as the project's record index (byte ranges into the wire; bodies loaded
+//! on demand). An assistant message is its step: `step.begin` up to the
+//! step's last line, rebuilt from its parts and calls as Kimi Code's `vis`
+//! projector does.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use xxhash_rust::xxh3::xxh3_64;
+
+use super::tree::{Ranges, WireTree};
+use super::wire::{fold, Entry, EntryKind, WireIndex};
+use crate::error::{Error, Result};
+use crate::model::{Body, Marker, RecordMeta, Role};
+use crate::read::{lenient, FileIndex};
+
+/// The index entry of a record-shaped wire entry.
+pub fn record_meta(e: &Entry) -> Option<RecordMeta> {
+    let (role, tool_calls, tool_call_id, marker) = match &e.kind {
+        EntryKind::Message {
+            role,
+            injection,
+            tool_calls,
+            tool_call_id,
+        } => (
+            if *injection {
+                Role::System
+            } else {
+                role.clone()
+            },
+            tool_calls.clone(),
+            tool_call_id.clone(),
+            None,
+        ),
+        EntryKind::Step { tool_calls, .. } => (Role::Assistant, tool_calls.clone(), None, None),
+        EntryKind::ToolResult {
+            tool_call_id,
+            agent,
+        } => (
+            Role::Tool,
+            Vec::new(),
+            Some(tool_call_id.clone()),
+            agent.clone().map(Marker::AgentResult),
+        ),
+        EntryKind::Compaction => (Role::System, Vec::new(), None, Some(Marker::Compaction)),
+        _ => return None,
+    };
+    Some(RecordMeta {
+        offset: e.offset,
+        len: e.len,
+        line: e.line,
+        role,
+        hash: e.hash,
+        checkpoint: None,
+        tokens: None,
+        tool_calls: tool_calls.into_boxed_slice(),
+        tool_call_id: tool_call_id.map(String::into_boxed_str),
+        marker: marker.map(Box::new),
+    })
+}
+
+/// The records a branch sees, in wire order, as one index.
+pub fn branch_index(wire: &WireIndex, tree: &WireTree, b: usize) -> FileIndex {
+    let chain = tree.chain(b);
+    FileIndex {
+        name: wire.name.clone(),
+        path: wire.path.clone(),
+        records: records_on(&wire.entries, &chain),
+        warnings: Vec::new(),
+        dropped_warnings: 0,
+        bytes: wire.bytes,
+    }
+}
+
+fn records_on(entries: &[Entry], chain: &Ranges) -> Vec<RecordMeta> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    for e in entries {
+        while k < chain.len() && chain[k].1 < e.line {
+            k += 1;
+        }
+        if k == chain.len() {
+            break;
+        }
+        if chain[k].0 <= e.line {
+            out.extend(record_meta(e));
+        }
+    }
+    out
+}
+
+/// Loads a record's body from its wire. A range that changed on disk since
+/// it was indexed is reported, not trusted.
+pub fn load_body(path: &Path, meta: &RecordMeta) -> Result<Body> {
+    let bytes = crate::read::load_line(path, meta)?;
+    let changed = || {
+        Error::Other(format!(
+            "{}:{}: the line changed on disk since it was read",
+            path.display(),
+            meta.line
+        ))
+    };
+    let mut lines = bytes
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace));
+    let first = lines.next().ok_or_else(changed)?;
+    let parse = |l: &[u8]| {
+        lenient::parse_value(l)
+            .map_err(|e| Error::Other(format!("{}:{}: {e}", path.display(), meta.line)))
+    };
+    let head = parse(first)?;
+    let ty = head.get("type").and_then(Value::as_str).unwrap_or("");
+    let event = head.get("event");
+    let ev_ty = event.and_then(|e| e.get("type")).and_then(Value::as_str);
+    if ev_ty == Some("step.begin") {
+        let uuid = event.and_then(|e| e.get("uuid")).cloned();
+        let mut hash = xxh3_64(first);
+        let mut raws = vec![head];
+        let mut parts = Vec::new();
+        let mut calls = Vec::new();
+        for l in lines {
+            let Ok(v) = lenient::parse_value(l) else {
+                continue;
+            };
+            let Some(ev) = v.get("event") else { continue };
+            let ety = ev.get("type").and_then(Value::as_str).unwrap_or("");
+            let key = if ety == "step.end" {
+                "uuid"
+            } else {
+                "stepUuid"
+            };
+            if !matches!(ety, "content.part" | "tool.call" | "step.end")
+                || ev.get(key) != uuid.as_ref()
+            {
+                continue;
+            }
+            hash = fold(hash, xxh3_64(l));
+            match ety {
+                "content.part" => parts.extend(ev.get("part").cloned()),
+                "tool.call" => calls.push(json!({
+                    "id": ev.get("toolCallId"),
+                    "function": {"name": ev.get("name"),
+                                 "arguments": ev.get("args").map(Value::to_string)},
+                })),
+                _ => {}
+            }
+            raws.push(v);
+        }
+        if hash != meta.hash {
+            return Err(changed());
+        }
+        let mut body = Body::from_value(json!({
+            "role": "assistant", "content": parts, "tool_calls": calls}));
+        body.raw = Value::Array(raws);
+        return Ok(body);
+    }
+    if xxh3_64(first) != meta.hash {
+        return Err(changed());
+    }
+    let normal = match (ty, ev_ty) {
+        ("context.append_message", _) => {
+            let m = head.get("message").cloned().unwrap_or_default();
+            let calls: Vec<Value> = m
+                .get("toolCalls")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    let f = c.get("function");
+                    json!({"id": c.get("id"), "function": {
+                        "name": c.get("name").or_else(|| f.and_then(|f| f.get("name"))),
+                        "arguments": c.get("arguments").or_else(|| f.and_then(|f| f.get("arguments")))
+                            .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_string)),
+                    }})
+                })
+                .collect();
+            json!({"role": meta.role.as_str(), "content": m.get("content"),
+                   "tool_calls": calls,
+                   "tool_call_id": m.get("toolCallId").or_else(|| m.get("tool_call_id"))})
+        }
+        (_, Some("tool.result")) => {
+            let ev = event.cloned().unwrap_or_default();
+            let result = ev.get("result").cloned().unwrap_or_default();
+            let text = match result.get("output") {
+                Some(Value::String(s)) => s.clone(),
+                _ => result.to_string(),
+            };
+            json!({"role": "tool", "content": text, "tool_call_id": ev.get("toolCallId")})
+        }
+        ("context.apply_compaction", _) => {
+            json!({"role": "system", "content": head.get("summary").and_then(Value::as_str).unwrap_or("")})
+        }
+        _ => json!({"role": meta.role.as_str()}),
+    };
+    let mut body = Body::from_value(normal);
+    body.raw = head;
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Part;
+    use crate::sources::kimi_code::tree;
+
+    const WIRE: &str = concat!(
+        "{\"type\":\"metadata\",\"protocol_version\":\"1.5\"}\n",
+        "{\"type\":\"context.append_message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hi\"}],\"origin\":{\"kind\":\"user\"}}}\n",
+        "{\"type\":\"context.append_loop_event\",\"event\":{\"type\":\"step.begin\",\"uuid\":\"s\"}}\n",
+        "{\"type\":\"context.append_loop_event\",\"event\":{\"type\":\"content.part\",\"stepUuid\":\"s\",\"part\":{\"type\":\"text\",\"text\":\"hello\"}}}\n",
+        "{\"type\":\"llm.request\"}\n",
+        "{\"type\":\"context.append_loop_event\",\"event\":{\"type\":\"tool.call\",\"stepUuid\":\"s\",\"toolCallId\":\"c\",\"name\":\"Bash\",\"args\":{\"command\":\"ls\"}}}\n",
+        "{\"type\":\"context.append_loop_event\",\"event\":{\"type\":\"tool.result\",\"toolCallId\":\"c\",\"result\":{\"output\":\"a\\nb\"}}}\n",
+        "{\"type\":\"context.append_loop_event\",\"event\":{\"type\":\"step.end\",\"uuid\":\"s\"}}\n",
+        "{\"type\":\"context.append_message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"<system-reminder>x\"}],\"origin\":{\"kind\":\"injection\"}}}\n",
+        "{\"type\":\"context.apply_compaction\",\"summary\":\"short\"}\n",
+    );
+
+    #[test]
+    fn bodies_rebuild_messages_steps_results_and_compactions() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("wire.jsonl");
+        std::fs::write(&path, WIRE).unwrap();
+        let w = WireIndex::read(&path, "agents/main/wire.jsonl").unwrap();
+        let t = tree::build(&w.entries, w.lines);
+        let ix = branch_index(&w, &t, 0);
+        let roles: Vec<&str> = ix.records.iter().map(|r| r.role.as_str()).collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "system", "system"]);
+        let bodies: Vec<Body> = ix
+            .records
+            .iter()
+            .map(|r| load_body(&path, r).unwrap())
+            .collect();
+        assert_eq!(bodies[0].text(), "hi");
+        assert_eq!(bodies[1].parts, vec![Part::Text("hello".into())]);
+        assert_eq!(bodies[1].tool_calls[0].name, "Bash");
+        assert_eq!(bodies[1].tool_calls[0].arguments, "{\"command\":\"ls\"}");
+        assert_eq!(bodies[2].text(), "a\nb");
+        assert_eq!(bodies[2].tool_call_id.as_deref(), Some("c"));
+        assert_eq!(bodies[4].text(), "short");
+        assert_eq!(ix.records[4].marker.as_deref(), Some(&Marker::Compaction));
+        // A rewritten line is caught, not shown as the old record.
+        std::fs::write(&path, WIRE.replace("hello", "HELLO")).unwrap();
+        assert!(load_body(&path, &ix.records[1]).is_err());
+        assert!(load_body(&path, &ix.records[0]).is_ok());
+    }
+}
