@@ -55,6 +55,18 @@ fn setup(live: bool) -> Setup {
     w.checkpoint().unwrap();
     w.message(&Message::assistant("working")).unwrap();
     w.message(&Message::assistant("still working")).unwrap();
+    serve(root, runtime, dir, w, live)
+}
+
+/// A Setup around a written session: its renji has 3 checkpoints and, when
+/// `live`, a DenwaServer in its own runtime dir.
+fn serve(
+    root: TempDir,
+    runtime: TempDir,
+    dir: PathBuf,
+    writer: SessionWriter,
+    live: bool,
+) -> Setup {
     let mut r = DenwaRenji::new();
     r.set_n_checkpoints(3);
     let renji = Arc::new(Mutex::new(r));
@@ -75,7 +87,7 @@ fn setup(live: bool) -> Setup {
         _runtime: runtime,
         _root: root,
         dir,
-        writer: w,
+        writer,
         renji,
         server,
     }
@@ -485,28 +497,7 @@ fn setup_with_side_effects() -> Setup {
     }
     w.checkpoint().unwrap();
     w.message(&Message::assistant("done, I think")).unwrap();
-    let mut r = DenwaRenji::new();
-    r.set_n_checkpoints(3);
-    let renji = Arc::new(Mutex::new(r));
-    let server = DenwaServer::start(
-        ServerConfig {
-            session_dir: dir.clone(),
-            session_id: "e77ec".into(),
-            agent: None,
-            server_name: "ui-compose-test 1.0".into(),
-            runtime_dir: Some(runtime.path().to_owned()),
-        },
-        Arc::clone(&renji),
-    )
-    .unwrap();
-    Setup {
-        _runtime: runtime,
-        _root: root,
-        dir,
-        writer: w,
-        renji,
-        server: Some(server),
-    }
+    serve(root, runtime, dir, w, true)
 }
 
 /// Position on the only world line of the record that is checkpoint `c`.

@@ -295,6 +295,15 @@ fn explore_subagent() -> SubTask {
     }
 }
 
+/// The one-line fix of the CLI's call: `skip_header=`, not `header=`.
+fn fix_cli_keyword() -> ToolSpec {
+    str_replace(
+        "tally/cli.py",
+        "read_rows(args.file, header=args.header)",
+        "read_rows(args.file, skip_header=args.header)",
+    )
+}
+
 /// The scripted session: a CSV tool with a header bug, two own D-Mails,
 /// and an epilogue. Gates: path A runs while nothing is learnt; B after the
 /// CLI lesson; C after the whole-plan lesson (which skips the second turn).
@@ -355,11 +364,7 @@ pub fn main_script() -> Vec<Item> {
         step(
             None,
             "It is. Now the keyword in the CLI call.",
-            vec![str_replace(
-                "tally/cli.py",
-                "read_rows(args.file, header=args.header)",
-                "read_rows(args.file, skip_header=args.header)",
-            )],
+            vec![fix_cli_keyword()],
         )
         .gate(&not_c, &[1]),
         step(None, "Running the tests once.", vec![shell("python -m pytest -q", PYTEST_ALL_7, 0)])
@@ -375,11 +380,7 @@ pub fn main_script() -> Vec<Item> {
         step(
             None,
             "And the keyword in the CLI call.",
-            vec![str_replace(
-                "tally/cli.py",
-                "read_rows(args.file, header=args.header)",
-                "read_rows(args.file, skip_header=args.header)",
-            )],
+            vec![fix_cli_keyword()],
         )
         .gate(&[1, 2, USER_BLANK], &[USER_CLI]),
         step(None, "Running the tests.", vec![shell("python -m pytest -q", PYTEST_ALL_7, 0)])
