@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::worldline::{DMailAttempt, Family, Session, WorldLine};
+use crate::worldline::{DMailAttempt, Family, Session, SessionLink, WorldLine};
 
 pub fn session_json(s: &Session) -> Value {
     let main = s.main();
@@ -31,6 +31,18 @@ pub fn session_json(s: &Session) -> Value {
         "subagents": subagents,
         "dmail_attempts": attempts(main),
         "warnings": s.warnings,
+        "forked_from": s.forked_from.as_ref().map(link_json),
+        "forks": s.forks.iter().map(link_json).collect::<Vec<_>>(),
+    })
+}
+
+/// One session made from another: the other session, the records the copy
+/// shares with its source's main world line, and `fork` or `undo`.
+pub fn link_json(l: &SessionLink) -> Value {
+    json!({
+        "session": l.session,
+        "records": l.records,
+        "kind": l.kind.as_str(),
     })
 }
 

@@ -6,6 +6,30 @@ use std::fmt::Write;
 use crate::text::sanitize_line;
 use crate::worldline::{Family, ForkKind, Session};
 
+/// Where the session came from and what was made from it.
+fn lineage(out: &mut String, s: &Session) {
+    if let Some(f) = &s.forked_from {
+        let _ = writeln!(
+            out,
+            "  forked from {} by /{} (shares its first {} record{})",
+            sanitize_line(&f.session, 60),
+            f.kind.as_str(),
+            f.records,
+            plural(f.records)
+        );
+    }
+    for f in &s.forks {
+        let _ = writeln!(
+            out,
+            "  ↳ /{} made {} from its first {} record{}",
+            f.kind.as_str(),
+            sanitize_line(&f.session, 60),
+            f.records,
+            plural(f.records)
+        );
+    }
+}
+
 pub fn text_tree(s: &Session) -> String {
     let mut out = String::new();
     let title = s
@@ -14,7 +38,12 @@ pub fn text_tree(s: &Session) -> String {
         .map(|t| format!("  \"{}\"", sanitize_line(t, 60)))
         .unwrap_or_default();
     let _ = writeln!(out, "session {}{}", s.id, title);
-    let _ = writeln!(out, "  {}", s.dir.display());
+    let _ = writeln!(
+        out,
+        "  {}",
+        sanitize_line(&s.dir.display().to_string(), 400)
+    );
+    lineage(&mut out, s);
     let main = s.main();
     let sent = main.attempts.len();
     let accepted = main

@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use state::ROTATION_GRACE;
-pub use watch::{events_between, watch_command};
+pub use watch::events_between;
 
 use crate::worldline::Session;
 use state::SessionState;

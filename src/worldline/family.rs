@@ -1,7 +1,7 @@
-//! Rebuilding one agent's world lines from its context files (pure: indexes
-//! in, graph out). Each file's predecessor is the file before it; the shared
-//! prefix is the longest run of equal records; the first differing record
-//! tells why the world line forked.
+//! Rebuilding one agent's world lines from the record lists its source
+//! found (pure: indexes in, graph out). A world line's parent is the one
+//! before it and the shared prefix the longest run of equal records, unless
+//! the source says where it forks; the first differing record tells why.
 
 use petgraph::graph::NodeIndex;
 use serde::Serialize;
@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::graph::{Edge, Graph, Node, NodeKind, RecordRef};
 use crate::model::{Marker, RecordMeta, Role};
 use crate::read::FileIndex;
+use crate::sources::LineFork;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -114,13 +115,27 @@ fn node_kind(r: &RecordMeta) -> NodeKind {
 }
 
 /// Builds one family's world lines into `graph`.
-pub fn build_family(agent: usize, files: Vec<FileIndex>, graph: &mut Graph) -> Family {
+/// `forks[i]` says how world line `i` leaves its parent (missing: infer).
+pub fn build_family(
+    agent: usize,
+    files: Vec<FileIndex>,
+    forks: &[LineFork],
+    graph: &mut Graph,
+) -> Family {
     let mut lines: Vec<WorldLine> = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {
-        let parent = i.checked_sub(1);
-        let shared = match parent {
-            Some(p) => shared_prefix(&files[p].records, &file.records),
-            None => 0,
+        let (parent, shared) = match forks.get(i).copied().unwrap_or_default() {
+            LineFork::Infer => match i.checked_sub(1) {
+                Some(p) => (Some(p), shared_prefix(&files[p].records, &file.records)),
+                None => (None, 0),
+            },
+            // A source's word is checked against what it hands over: a
+            // parent must come first, and the shared part exist in both.
+            LineFork::Explicit { parent, shared } if parent < i => {
+                let most = files[parent].records.len().min(file.records.len());
+                (Some(parent), shared.min(most))
+            }
+            LineFork::Explicit { .. } | LineFork::Root => (None, 0),
         };
         let mut nodes: Vec<NodeIndex> = Vec::with_capacity(file.records.len());
         if let Some(p) = parent {
@@ -168,13 +183,7 @@ pub fn build_family(agent: usize, files: Vec<FileIndex>, graph: &mut Graph) -> F
     family
 }
 
-/// Length of the longest run of equal records at the start of both files.
-pub fn shared_prefix(old: &[RecordMeta], new: &[RecordMeta]) -> usize {
-    old.iter()
-        .zip(new)
-        .take_while(|(a, b)| a.same_record(b))
-        .count()
-}
+pub use crate::model::shared_prefix;
 
 fn classify(
     parent: &FileIndex,
@@ -234,7 +243,9 @@ fn link_senders(family: &mut Family, g: &mut Graph) {
         let (Some(cp), Some(msg)) = (fork.checkpoint, fork.message.as_ref()) else {
             continue;
         };
-        let parent = i - 1;
+        let Some(parent) = family.lines[i].parent else {
+            continue;
+        };
         let pfile = &family.files[parent];
         let sender = pfile.records.iter().enumerate().rev().find_map(|(r, rec)| {
             rec.tool_calls.iter().find_map(|call| {
