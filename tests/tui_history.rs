@@ -57,16 +57,12 @@ fn open(path: &Path) -> App {
 
 #[test]
 fn old_subagents_open_with_their_own_dmail_world_line() {
-    for (scenario, current) in [
-        (
-            "v0_55_subagent_dmail",
-            "fb737bcc-f403-41a3-b5cc-447f8d2fd329_sub_1.jsonl",
-        ),
-        ("v1_0_subagent_dmail", "context_sub_1.jsonl"),
-    ] {
+    for scenario in ["v0_55_subagent_dmail", "v1_0_subagent_dmail"] {
         let mut app = open(&history_session(scenario));
         let main = render(&mut app);
-        assert!(main.contains("1 world line"), "{scenario}:\n{main}");
+        // The main agent has one world line: α's track, no β.
+        assert!(main.contains("▸α "), "{scenario}:\n{main}");
+        assert!(!main.contains("β"), "{scenario}:\n{main}");
         assert!(main.contains("Delegating."), "{scenario}:\n{main}");
         press(&mut app, "s");
         let list = render(&mut app);
@@ -75,11 +71,17 @@ fn old_subagents_open_with_their_own_dmail_world_line() {
         press_code(&mut app, KeyCode::Enter);
         let sub = render(&mut app);
         assert!(sub.contains("subagent sub_1"), "{scenario}:\n{sub}");
-        // The current world line is the D-Mail's (β), named by its file.
-        let head: String = current.chars().take(20).collect();
-        assert!(sub.contains("world line β"), "{scenario}:\n{sub}");
-        assert!(sub.contains(&head), "{scenario}:\n{sub}");
-        assert!(sub.contains("D-Mail accepted"), "{scenario}:\n{sub}");
+        // The current world line is the D-Mail's (β): its map track says so,
+        // and why, and the sending step shows the accepted send.
+        let beta = sub
+            .lines()
+            .find(|l| l.contains("▸β"))
+            .unwrap_or_else(|| panic!("{scenario}: no β track:\n{sub}"));
+        assert!(beta.contains("current"), "{scenario}:\n{sub}");
+        assert!(
+            beta.contains("← D-Mail from α at ⚑2 → ⚑0"),
+            "{scenario}:\n{sub}"
+        );
         assert!(
             sub.contains("Sub fold: line 42 only."),
             "{scenario}:\n{sub}"
@@ -91,7 +93,10 @@ fn old_subagents_open_with_their_own_dmail_world_line() {
 fn a_flat_dmail_session_shows_both_world_lines() {
     let mut app = open(&history_session("v0_55_dmail"));
     let screen = render(&mut app);
-    assert!(screen.contains("2 world lines"), "{screen}");
+    // Both world lines are named on the map; β says why it exists.
+    assert!(screen.contains(" α  ●"), "{screen}");
+    assert!(screen.contains("← D-Mail from α at ⚑2 → ⚑1"), "{screen}");
     assert!(screen.contains("Version fold"), "{screen}");
-    assert!(screen.contains("D-Mail accepted"), "{screen}");
+    // The sending step shows the accepted send and the line it made.
+    assert!(screen.contains("SendDMail→⚑1⇒β ✓"), "{screen}");
 }
