@@ -288,8 +288,10 @@ fn the_story_ends_by_itself_in_two_to_three_minutes_at_the_default_speed() {
     let last: Value = serde_json::from_str(ctx.last().unwrap()).unwrap();
     assert_eq!(last["role"], "assistant", "the epilogue is the last record");
     let text = last["content"].to_string();
-    assert!(text.contains("end of the demo"), "{text}");
-    assert!(text.contains("3 world lines"), "{text}");
+    assert!(
+        text.contains("end of the demo: 3 world lines (α β γ)"),
+        "{text}"
+    );
     for name in [
         "α (context_1.jsonl)",
         "β (context_2.jsonl)",
@@ -297,7 +299,7 @@ fn the_story_ends_by_itself_in_two_to_three_minutes_at_the_default_speed() {
     ] {
         assert!(text.contains(name), "{name} in {text}");
     }
-    assert!(text.contains("press d"), "{text}");
+    assert!(text.contains("d on a step sends your own D-Mail"), "{text}");
 }
 
 /// The content of the last assistant message of `file`, as JSON text.

@@ -346,13 +346,20 @@ impl DemoAgent {
             })
             .collect();
         let by = |own: bool| if own { "my own D-Mail" } else { "your D-Mail" };
+        let n = made.len() + 1;
+        let names: Vec<String> = (0..n).map(crate::worldline::names::line_name).collect();
+        // The ending and the keys come first: a small screen shows the top.
         let mut out = format!(
-            "Done: README.md now shows `--header` and `--skip-blank` under Usage.\n\n\
-             That is the end of the demo. This session has {} world line{}:\n",
-            made.len() + 1,
-            if made.is_empty() { "" } else { "s" }
+            "Done: README.md now shows `--header` and `--skip-blank`. That is the end of \
+             the demo: {n} world line{} ({}).\n\n\
+             Try: h/l to walk the world lines, ]/[ to jump between their forks, m for the \
+             map; d on a step sends your own D-Mail back to its checkpoint, and I wake up \
+             and follow it. Files I changed stay changed: a D-Mail rewinds only the \
+             conversation. q quits; the session stays on disk.\n\n",
+            if n == 1 { "" } else { "s" },
+            names.join(" ")
         );
-        for i in 0..=made.len() {
+        for (i, name) in names.iter().enumerate() {
             let file = if i == made.len() {
                 "context.jsonl".to_string()
             } else {
@@ -366,18 +373,9 @@ impl DemoAgent {
                 Some(&(c, own)) => format!("left behind by {} to checkpoint {c}", by(own)),
                 None => "the current one, where the work is done".to_string(),
             };
-            out.push_str(&format!(
-                "- {} ({file}): {began}; {ended}.\n",
-                crate::worldline::names::line_name(i)
-            ));
+            out.push_str(&format!("- {name} ({file}): {began}; {ended}.\n"));
         }
-        out.push_str(
-            "\nThings to try: walk the world lines (h/l) and their forks (]/[); \
-             select a checkpoint (⚑) and press d to send your own D-Mail: I wake up and \
-             follow it. Files I changed stay changed: a D-Mail rewinds only the \
-             conversation. q quits; the session stays on disk.",
-        );
-        out
+        out.trim_end().to_string()
     }
 
     /// A timestamp for the next wire event; the wire keeps them increasing.
