@@ -514,3 +514,53 @@ fn headless_binary_runs_the_story_to_its_end_and_keeps_the_session() {
     let v: Value = serde_json::from_slice(&tree.stdout).unwrap();
     assert_eq!(v["world_lines"].as_array().unwrap().len(), 3, "{v}");
 }
+
+#[test]
+fn own_dmails_say_what_a_revert_leaves_on_disk() {
+    use worldline::worldline::revert;
+    use worldline::worldline::Session;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut agent, _renji, clock) = new_agent(tmp.path());
+    run_to_end(&mut agent, &clock);
+    let s = Session::load(agent.session_dir()).unwrap();
+    let kept = |line: usize| {
+        revert::kept_at_landing(&s, 0, line, &mut |r| s.body(r).ok())
+            .unwrap()
+            .summary()
+    };
+    // β began with D-Mail 1: after ⚑6 α had edited parse.py and run the
+    // tests (still failing), as the D-Mail tells its past self.
+    assert_eq!(
+        kept(1),
+        [
+            "edited tally/parse.py",
+            "ran `python -m pytest -q` (failed)"
+        ]
+    );
+    let dmail_1 = s.main().lines[1]
+        .fork
+        .as_ref()
+        .unwrap()
+        .message
+        .clone()
+        .unwrap();
+    assert!(dmail_1.contains("tally/parse.py now skips the header"));
+    // γ began with D-Mail 2: β's work after ⚑3, all of it still on disk.
+    let k2 = kept(2);
+    for change in [
+        "edited tally/cli.py",
+        "edited tally/parse.py",
+        "wrote tests/test_skip_blank.py",
+    ] {
+        assert!(k2.iter().any(|l| l == change), "{change} in {k2:?}");
+    }
+    let dmail_2 = s.main().lines[2]
+        .fork
+        .as_ref()
+        .unwrap()
+        .message
+        .clone()
+        .unwrap();
+    assert!(dmail_2.contains("tests/test_skip_blank.py exists"));
+}

@@ -263,7 +263,7 @@ pub fn pytest_output(parse_fixed: bool, cli_fixed: bool) -> (&'static str, i32) 
 
 /// Own D-Mail 1 tells the past what is already on disk, as the compose box
 /// suggests: a revert rewinds the conversation, never the files.
-const DMAIL_1: &str = "Already on disk (a revert rewinds only this conversation): tally/parse.py now skips the header before list(reader), and the tests ran twice. Still to do: tally/cli.py calls read_rows(args.file, header=args.header) but the parameter is skip_header. Fix that one line, then run the tests once. The explore subagent had already said cli.py is the only caller.";
+const DMAIL_1: &str = "Already on disk (a revert rewinds only this conversation): tally/parse.py now skips the header before list(reader), and the tests ran after it: only test_cli_sum_header fails. Still to do: tally/cli.py calls read_rows(args.file, header=args.header) but the parameter is skip_header. Fix that one line, then run the tests once. The explore subagent had already said cli.py is the only caller.";
 
 const DMAIL_2: &str = "Already on disk (a revert keeps files): tally/parse.py skips the header first and read_rows takes skip_blank=False but ignores it; tally/cli.py passes skip_header=args.header; tests/test_skip_blank.py exists and fails. Still to do, in one pass: make skip_blank drop rows whose cells are all blank, add `--skip-blank` (store_true) to the sum parser and pass it through (the user asks for that flag next anyway), then run pytest once: all 9 tests pass.";
 
