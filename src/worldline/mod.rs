@@ -8,6 +8,7 @@ pub mod family;
 pub mod graph;
 pub mod map;
 pub mod names;
+pub mod revert;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
