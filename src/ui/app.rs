@@ -357,7 +357,7 @@ impl App {
 
     /// Rows the map takes on this screen.
     pub fn map_height(&self) -> u16 {
-        geometry::map_height(self.size, self.map.tracks.len(), self.show_map)
+        geometry::map_height(self.size, super::map::wanted_rows(&self.map), self.show_map)
     }
 
     /// The screen's regions (shared with drawing).
@@ -654,14 +654,22 @@ impl App {
     fn click(&mut self, p: Position) {
         let a = self.areas();
         if a.map.contains(p) {
-            let rows = geometry::map_track_rows(self.size, a.map.height);
-            let first = super::map::first_track(self.map.tracks.len(), rows, self.focus);
-            if p.y > a.map.y {
-                let line = first + (p.y - a.map.y - 1) as usize;
-                if line < self.map.tracks.len() && (p.y - a.map.y) as usize <= rows {
+            let fit = geometry::map_track_rows(self.size, a.map.height);
+            let rows = super::map::shown(&self.map, fit, self.focus);
+            let hit = (p.y > a.map.y)
+                .then(|| rows.get((p.y - a.map.y - 1) as usize).copied())
+                .flatten();
+            match hit {
+                Some(super::map::MapRow::Track(line)) => {
                     self.moved_by_hand();
                     self.go_line(line);
                 }
+                Some(super::map::MapRow::Sub(k)) => {
+                    if let Some(agent) = self.map.subagents.get(k).map(|s| s.agent) {
+                        self.enter_agent(agent);
+                    }
+                }
+                None => {}
             }
             return;
         }
