@@ -252,7 +252,10 @@ fn a_closed_stdout_ends_every_command_quietly_with_exit_0() {
         &["watch", "--json", id],
         &["watch", "--json", "--poll", id],
     ];
-    for args in cases {
+    let copy = tempfile::tempdir().unwrap();
+    let copy = copy.path().join("copy").display().to_string();
+    let replay: &[&str] = &["replay", "--headless", "--speed", "100", "--dir", &copy, id];
+    for args in cases.into_iter().chain([replay]) {
         let out = with_closed_stdout(&share, args);
         assert_eq!(out.status.code(), Some(0), "{args:?}");
         assert!(

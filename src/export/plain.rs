@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::text::sanitize_line;
+use crate::text::{sanitize_line, sanitize_message, sanitize_path};
 use crate::worldline::{Family, ForkKind, Session};
 
 /// Where the session came from and what was made from it.
@@ -37,12 +37,9 @@ pub fn text_tree(s: &Session) -> String {
         .as_deref()
         .map(|t| format!("  \"{}\"", sanitize_line(t, 60)))
         .unwrap_or_default();
-    let _ = writeln!(out, "session {}{}", s.id, title);
-    let _ = writeln!(
-        out,
-        "  {}",
-        sanitize_line(&s.dir.display().to_string(), 400)
-    );
+    // Directory and file names come from whoever made the session: escaped.
+    let _ = writeln!(out, "session {}{}", sanitize_message(&s.id), title);
+    let _ = writeln!(out, "  {}", sanitize_path(&s.dir));
     lineage(&mut out, s);
     let main = s.main();
     let sent = main.attempts.len();
@@ -148,7 +145,7 @@ fn line_row(out: &mut String, f: &Family, i: usize, prefix: &str, last: bool, ro
     };
     let mut row = format!(
         "{prefix}{branch}● {}{}  {} records · {} checkpoints",
-        l.file,
+        sanitize_message(&l.file),
         if l.current { " (current)" } else { "" },
         file.records.len(),
         file.checkpoints()
@@ -200,7 +197,7 @@ pub fn fork_label(f: &Family, i: usize) -> String {
                     s,
                     " (sent by call {} in {})",
                     sanitize_line(&snd.tool_call_id, 30),
-                    f.lines[snd.call.line].file
+                    sanitize_message(&f.lines[snd.call.line].file)
                 );
             }
             None => s.push_str(" (sent from outside the agent)"),
@@ -208,7 +205,7 @@ pub fn fork_label(f: &Family, i: usize) -> String {
     }
     if fk.origin.is_some() && fk.origin != l.parent {
         if let Some(p) = l.parent {
-            let _ = write!(s, " [after {}]", f.lines[p].file);
+            let _ = write!(s, " [after {}]", sanitize_message(&f.lines[p].file));
         }
     }
     s
@@ -225,17 +222,21 @@ fn attempts(out: &mut String, f: &Family, indent: &str) {
     }
     let _ = writeln!(out, "{indent}D-Mails that did not fork:");
     for a in refused {
-        let why = match (&a.accepted, &a.error) {
-            (None, _) => "no result yet".to_string(),
-            (_, Some(e)) => sanitize_line(e, 80),
+        let why = match (&a.accepted, &a.error, &a.arguments_error) {
+            (_, _, Some(e)) => format!("unreadable arguments: {e}"),
+            (None, _, _) => "no result yet".to_string(),
+            (_, Some(e), _) => sanitize_line(e, 80),
             _ => "refused".to_string(),
+        };
+        let checkpoint = match a.arguments_error {
+            Some(_) => "?".to_string(),
+            None => a.checkpoint_id.to_string(),
         };
         let _ = writeln!(
             out,
-            "{indent}  ✗ {} call {} → checkpoint {}: {} \"{}\"",
-            f.lines[a.call.line].file,
+            "{indent}  ✗ {} call {} → checkpoint {checkpoint}: {} \"{}\"",
+            sanitize_message(&f.lines[a.call.line].file),
             sanitize_line(&a.tool_call_id, 30),
-            a.checkpoint_id,
             why,
             sanitize_line(&a.message, 50)
         );

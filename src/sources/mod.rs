@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::model::Warning;
 use crate::read::FileIndex;
 
 /// Reads the session at `path` with the source whose format it is.
@@ -61,6 +62,10 @@ pub struct AgentParts {
     pub meta: Option<SubagentMeta>,
     /// How a subagent finds the parent's call that ran it.
     pub link: ParentLink,
+    /// What the source skipped or could not read about this agent (a side
+    /// file that is a FIFO or too big, a name that is no world line, an
+    /// unreadable directory); the main agent's also hold the session's.
+    pub warnings: Vec<Warning>,
 }
 
 /// Kept so callers written before the seam still build.
@@ -118,9 +123,17 @@ pub struct SessionLink {
     pub session: String,
     /// The other session's location, as in [`SessionParts::dir`].
     pub dir: PathBuf,
-    /// Records the fork copied from its source's main world line.
+    /// Records the fork copied from its source's main world line: the
+    /// fork leaves at the source's record `records - 1` of world line
+    /// `source_line`, and at the fork's own record `records - 1` of its
+    /// first world line (no shared record: it leaves from the start).
     pub records: usize,
     pub kind: LinkKind,
+    /// The source's main world line (by index) the copy was taken from.
+    pub source_line: usize,
+    /// That world line's name (`context.jsonl`, or `context_1.jsonl` once
+    /// the source rotated after the fork).
+    pub source_file: String,
 }
 
 /// A session's place among the sessions it came from and led to.

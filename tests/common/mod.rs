@@ -239,3 +239,19 @@ pub fn fixture_session(kind: &str, scenario: &str) -> PathBuf {
             .join(scenario),
     )
 }
+
+/// No C0 control (but newline and tab), DEL or C1 control in `bytes`: what
+/// may reach a terminal from a hostile session or peer.
+pub fn assert_no_raw_controls(what: &str, bytes: &[u8]) {
+    let s = String::from_utf8_lossy(bytes);
+    let bad: Vec<char> = s
+        .chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: raw control characters {bad:?} in {s}"
+    );
+}
