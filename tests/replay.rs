@@ -231,15 +231,13 @@ fn the_live_follower_sees_the_replay_end_as_the_original() {
     }
 }
 
-#[test]
-fn the_binary_plays_headless_into_a_named_directory() {
-    let src = fixture_session("kimi-cli", "dmail_errors");
-    let tmp = tempfile::tempdir().unwrap();
-    let dst = tmp.path().join("copy");
+/// `worldline replay --headless --dir DST SRC`, played fast; the path it
+/// prints to open.
+fn replay_headless(src: &Path, dst: &Path) -> PathBuf {
     let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
         .args(["replay", "--headless", "--speed", "1000", "--dir"])
-        .arg(&dst)
-        .arg(&src)
+        .arg(dst)
+        .arg(src)
         .output()
         .unwrap();
     assert!(
@@ -247,8 +245,16 @@ fn the_binary_plays_headless_into_a_named_directory() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let first = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(first.lines().next(), Some(dst.to_str().unwrap()));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    PathBuf::from(printed.lines().next().expect("the path to open"))
+}
+
+#[test]
+fn the_binary_plays_headless_into_a_named_directory() {
+    let src = fixture_session("kimi-cli", "dmail_errors");
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("copy");
+    assert_eq!(replay_headless(&src, &dst), dst);
     let mut a = tree_json(&src);
     let mut b = tree_json(&dst);
     for v in [&mut a, &mut b] {
@@ -275,24 +281,7 @@ fn a_flat_session_replays_into_a_folder_and_opens_by_its_main_file() {
     assert!(src.is_file());
     let tmp = tempfile::tempdir().unwrap();
     let dst = tmp.path().join("folder");
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(["replay", "--headless", "--speed", "1000", "--dir"])
-        .arg(&dst)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let opened = PathBuf::from(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap(),
-    );
+    let opened = replay_headless(&src, &dst);
     assert_eq!(opened, dst.join(src.file_name().unwrap()));
     assert_eq!(tree_json(&opened), tree_json(&src));
     // Only the session's own files: the folder's other files stay behind.
