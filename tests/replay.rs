@@ -17,12 +17,6 @@ use worldline::live::{self, LiveOptions};
 use worldline::replay::{Op, Plan, Player, ReplayOptions, Target, EVEN_STEP};
 use worldline::worldline::Session;
 
-fn every_fixture() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = kimi_fixtures().iter().map(|s| session_dir(s)).collect();
-    v.extend(scenarios("kimi-code-legacy"));
-    v
-}
-
 /// `tree --format json` without the one field that names the directory.
 fn tree_json(dir: &Path) -> serde_json::Value {
     let mut v = session_json(&Session::load(dir).unwrap());
@@ -50,8 +44,8 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
 }
 
 #[test]
-fn replay_ends_equal_to_opening_the_files_on_every_fixture() {
-    for src in every_fixture() {
+fn replay_ends_equal_to_opening_the_files_on_every_session() {
+    for src in every_session() {
         let name = src.display().to_string();
         let before = snapshot(&src);
         let plan = Plan::of(&src).unwrap();

@@ -59,6 +59,10 @@ pub enum TreeFormat {
     Json,
     Dot,
     Mermaid,
+    /// One self-contained page: the map, then every world line's conversation
+    Html,
+    /// The world-line map as a picture
+    Svg,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -426,7 +426,7 @@ pub fn mermaid(s: &Session) -> String {
     for item in items(s, &story) {
         let _ = match item {
             Item::GroupStart { id, label } => {
-                writeln!(out, "  subgraph {id}[\"{}\"]", mm_label(&label))
+                writeln!(out, "  subgraph {id} [\"{}\"]", mm_label(&label))
             }
             Item::GroupEnd => writeln!(out, "  end"),
             Item::Line {

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod replay;
 pub mod ui;
 
@@ -28,6 +29,26 @@ pub fn session_dir(scenario: &Path) -> PathBuf {
 
 pub fn kimi_fixtures() -> Vec<PathBuf> {
     scenarios("kimi-cli")
+}
+
+/// The session directory of every kimi-cli and legacy kimi-code fixture.
+pub fn every_session() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = kimi_fixtures().iter().map(|s| session_dir(s)).collect();
+    v.extend(scenarios("kimi-code-legacy"));
+    v
+}
+
+/// A program on PATH, for tests that skip (loudly) without it.
+pub fn which(names: &[&str]) -> Option<PathBuf> {
+    names.iter().find_map(|name| {
+        let out = std::process::Command::new("which")
+            .arg(name)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    })
 }
 
 /// Every scenario folder of `fixtures/<kind>/`, sorted.
