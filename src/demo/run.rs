@@ -86,7 +86,7 @@ fn seed() -> u64 {
     nanos ^ (u64::from(std::process::id()) << 32)
 }
 
-/// How to run the demo: plain values, so the library never sees clap.
+/// How to run the demo: plain values, so the library never sees the command line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DemoOptions {
     /// Write the session here instead of a fresh temporary directory.

@@ -20,7 +20,7 @@ pub use plan::{Event, Op, Plan, EVEN_STEP};
 
 use crate::error::{Error, Result};
 
-/// Plain option values (the library never sees clap).
+/// Plain option values (the library never sees the command line).
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
     /// Wall-clock speed-up over the session's own pace.
