@@ -224,7 +224,34 @@ fn main() {
             big.pct(0.5).as_secs_f64() / small.pct(0.5).as_secs_f64(),
             big.pct(0.99).as_secs_f64() / small.pct(0.99).as_secs_f64()
         );
+        snapshot_breakdown(records);
     }
+}
+
+/// Where one snapshot's time goes on the big long-run family: the follower
+/// copies every record list it holds into the parts, rebuilds the session
+/// from them, and whoever held the previous snapshot drops it.
+fn snapshot_breakdown(records: u64) {
+    let share = std::path::PathBuf::from(format!("/tmp/wl-perf/small-family-{records}-seed1"));
+    let session = gen::find_session(&share).expect("session");
+    let parts = worldline::sources::parts(&session).expect("parts");
+    let t = Instant::now();
+    let copy = parts.clone();
+    let cloned = t.elapsed();
+    let t = Instant::now();
+    let s = Session::build(copy);
+    let built = t.elapsed();
+    let t = Instant::now();
+    drop(s);
+    let dropped = t.elapsed();
+    println!(
+        "one snapshot at {} k records: copy the parts {:.0} ms, Session::build {:.0} ms, \
+         drop the previous session {:.0} ms",
+        records / 1000,
+        ms(cloned),
+        ms(built),
+        ms(dropped)
+    );
 }
 
 /// The file-size part: one append on a 64 KB, 1 MB and big file.

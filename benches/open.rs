@@ -306,6 +306,26 @@ fn measure_small_family(small: &Family, args: &Args, runs: usize, table: &mut Ta
         Ok(Measure { secs, rss_kb: None })
     })?;
     table.row("worldline Session::load (in process)", load, mb, wl.secs);
+    let first = median(runs, || {
+        let t = Instant::now();
+        let (rx, handle) = worldline::live::spawn(small.session_dir.clone(), Default::default())?;
+        loop {
+            match rx.recv() {
+                Ok(worldline::live::LiveEvent::Snapshot(_)) => break,
+                Ok(_) => {}
+                Err(_) => bail!("the follower stopped before its first snapshot"),
+            }
+        }
+        let secs = t.elapsed().as_secs_f64();
+        drop(handle);
+        Ok(Measure { secs, rss_kb: None })
+    })?;
+    table.row(
+        "worldline live follower, first snapshot (the TUI's one read)",
+        first,
+        mb,
+        wl.secs,
+    );
     let wire = wire_read(&small.session_dir.join("wire.jsonl"), runs)?;
     table.row(&wire.0, wire.1, wire.2, wl.secs);
     let mut jq_secs = None;
