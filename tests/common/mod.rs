@@ -31,9 +31,22 @@ pub fn kimi_fixtures() -> Vec<PathBuf> {
     scenarios("kimi-cli")
 }
 
-/// The session directory of every kimi-cli and legacy kimi-code fixture.
+/// Every kimi-cli-format session of the fixtures: recorded kimi-cli
+/// sessions, older releases' layouts (a flat session by its main file) and
+/// the legacy kimi-code sessions.
 pub fn every_session() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = kimi_fixtures().iter().map(|s| session_dir(s)).collect();
+    for scenario in scenarios("kimi-cli-history") {
+        for folder in std::fs::read_dir(scenario.join("sessions")).unwrap() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(folder.unwrap().path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_dir() || !p.file_name().unwrap().to_string_lossy().contains('_'))
+                .collect();
+            found.sort();
+            v.extend(found);
+        }
+    }
     v.extend(scenarios("kimi-code-legacy"));
     v
 }
