@@ -224,13 +224,7 @@ fn measure_family(
     ));
     let wl = worldline_child(&family.session_dir, runs)?;
     table.row("worldline tree --format json (process)", wl, mb, wl.secs);
-    let load = median(runs, || {
-        let t = Instant::now();
-        let s = worldline::worldline::Session::load(&family.session_dir)?;
-        let secs = t.elapsed().as_secs_f64();
-        drop(s);
-        Ok(Measure { secs, rss_kb: None })
-    })?;
+    let load = session_load(&family.session_dir, runs)?;
     table.row("worldline Session::load (in process)", load, mb, wl.secs);
     let wire = wire_read(&family.session_dir.join("wire.jsonl"), runs)?;
     table.row(&wire.0, wire.1, wire.2, wl.secs);
@@ -298,13 +292,7 @@ fn measure_small_family(small: &Family, args: &Args, runs: usize, table: &mut Ta
     ));
     let wl = worldline_child(&small.session_dir, runs)?;
     table.row("worldline tree --format json (process)", wl, mb, wl.secs);
-    let load = median(runs, || {
-        let t = Instant::now();
-        let s = worldline::worldline::Session::load(&small.session_dir)?;
-        let secs = t.elapsed().as_secs_f64();
-        drop(s);
-        Ok(Measure { secs, rss_kb: None })
-    })?;
+    let load = session_load(&small.session_dir, runs)?;
     table.row("worldline Session::load (in process)", load, mb, wl.secs);
     let first = median(runs, || {
         let t = Instant::now();
@@ -496,6 +484,18 @@ fn worldline_child(session: &Path, runs: usize) -> Result<Measure> {
             .args(["--format", "json"])
             .stdout(Stdio::null());
         Ok(run_child(&mut cmd)?.0)
+    })
+}
+
+/// `Session::load` in this process: the open without the export and the
+/// process start.
+fn session_load(session: &Path, runs: usize) -> Result<Measure> {
+    median(runs, || {
+        let t = Instant::now();
+        let s = worldline::worldline::Session::load(session)?;
+        let secs = t.elapsed().as_secs_f64();
+        drop(s);
+        Ok(Measure { secs, rss_kb: None })
     })
 }
 
