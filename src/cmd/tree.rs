@@ -19,6 +19,8 @@ pub fn tree(args: &TreeArgs) -> anyhow::Result<()> {
         }
         TreeFormat::Dot => export::dot(&s),
         TreeFormat::Mermaid => export::mermaid(&s),
+        TreeFormat::Html => export::html(&s),
+        TreeFormat::Svg => export::map_svg(&s, &export::SvgOptions::standalone()),
     };
     out::print(&text)
 }

@@ -37,12 +37,14 @@ pub fn session_json(s: &Session) -> Value {
 }
 
 /// One session made from another: the other session, the records the copy
-/// shares with its source's main world line, and `fork` or `undo`.
+/// shares with its source's main world line, `fork` or `undo`, and the
+/// source's world line (file) the copy was taken from.
 pub fn link_json(l: &SessionLink) -> Value {
     json!({
         "session": l.session,
         "records": l.records,
         "kind": l.kind.as_str(),
+        "file": l.source_file,
     })
 }
 

@@ -123,9 +123,17 @@ pub struct SessionLink {
     pub session: String,
     /// The other session's location, as in [`SessionParts::dir`].
     pub dir: PathBuf,
-    /// Records the fork copied from its source's main world line.
+    /// Records the fork copied from its source's main world line: the
+    /// fork leaves at the source's record `records - 1` of world line
+    /// `source_line`, and at the fork's own record `records - 1` of its
+    /// first world line (no shared record: it leaves from the start).
     pub records: usize,
     pub kind: LinkKind,
+    /// The source's main world line (by index) the copy was taken from.
+    pub source_line: usize,
+    /// That world line's name (`context.jsonl`, or `context_1.jsonl` once
+    /// the source rotated after the fork).
+    pub source_file: String,
 }
 
 /// A session's place among the sessions it came from and led to.

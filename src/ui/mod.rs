@@ -14,6 +14,8 @@ pub mod geometry;
 pub mod keys;
 pub mod layout;
 pub mod map;
+pub mod picker;
+mod popup;
 pub mod rows;
 pub mod search;
 pub mod steps;
