@@ -198,7 +198,7 @@ fn escape_sequences_in_dir_names_never_reach_the_terminal() {
         .join(OsStr::from_bytes(b"a\x1b[2J\xff"));
     std::fs::create_dir_all(&sub).unwrap();
     std::fs::copy(dir.join("context.jsonl"), sub.join("context.jsonl")).unwrap();
-    for format in ["text", "dot", "mermaid"] {
+    for format in ["text", "dot", "mermaid", "html", "svg"] {
         let r = tree(tmp.path(), &dir, format);
         assert_eq!(r.code, Some(0), "{format}: {}", r.err());
         common::assert_no_raw_controls(format, &r.stdout);
