@@ -115,13 +115,14 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, GuardError> {
     Ok(bytes)
 }
 
-/// [`read_capped`] parsed as JSON: `Ok(None)` when the file does not exist
-/// or is not JSON (old releases leave torn side files behind; one means
-/// "unknown", as it does to kimi-cli), `Err(reason)` (for a warning) when
-/// it is a special file or too big: that is not a torn write.
+/// [`read_capped`] parsed as JSON: `Ok(None)` when the file does not exist,
+/// `Err(reason)` (for a warning naming the file) when it is a special file,
+/// too big, or not JSON (a torn write): its contents are then unknown.
 pub fn read_json(path: &Path, cap: u64) -> Result<Option<serde_json::Value>, String> {
     match read_capped(path, cap) {
-        Ok(bytes) => Ok(super::lenient::parse_value(&bytes).ok()),
+        Ok(bytes) => super::lenient::parse_value(&bytes)
+            .map(Some)
+            .map_err(|e| format!("not valid JSON ({e}); ignored")),
         Err(GuardError::NotFound) => Ok(None),
         Err(e) => Err(e.to_string()),
     }
