@@ -540,19 +540,14 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         let pct = (app.search.scanned * 100)
             .checked_div(app.search.total)
             .unwrap_or(0);
-        Line::from(Span::styled(
-            format!(
-                " searching /{} … {pct}% · {} hits · Esc stops",
-                sanitize_line(&app.search.query, 30),
-                app.search.hits.len()
-            ),
-            t.accent(),
-        ))
+        let text = format!(
+            "searching /{} … {pct}% · {} hits · Esc stops",
+            sanitize_line(&app.search.query, 30),
+            app.search.hits.len()
+        );
+        with_tail(text, area.width as usize, t)
     } else if let Some(msg) = &app.status {
-        Line::from(Span::styled(
-            format!(" {}", sanitize_line(msg, 200)),
-            t.accent(),
-        ))
+        with_tail(msg.clone(), area.width as usize, t)
     } else if app.expanded {
         Line::from(Span::styled(
             " PgUp/PgDn scroll  Esc/Enter back  j/k next record  ? help  q quit",
@@ -565,6 +560,20 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         ))
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+/// A message in the footer, cut to leave room for `? help  q quit` at the
+/// right: however long the message, the way to help and out stays on screen.
+fn with_tail(msg: String, width: usize, t: &super::theme::Theme) -> Line<'static> {
+    let tail = super::keys::FOOTER_TAIL;
+    let room = width.saturating_sub(crate::text::width(tail) + 3);
+    let text = sanitize_line(&msg, room);
+    let pad = width.saturating_sub(crate::text::width(&text) + crate::text::width(tail) + 1);
+    Line::from(vec![
+        Span::styled(format!(" {text}"), t.accent()),
+        Span::raw(" ".repeat(pad.saturating_sub(1))),
+        Span::styled(tail, t.dim()),
+    ])
 }
 
 pub(super) fn centered(area: Rect, w: u16, h: u16) -> Rect {
