@@ -703,8 +703,10 @@ impl App {
         if self.want_session.as_ref().is_some_and(|w| *w != s.id) {
             return;
         }
-        // Another session (a fork, its source) replaces this one whole.
-        if self.session.as_ref().is_some_and(|old| old.id != s.id) {
+        // The session a hop asked for (a fork, its source) replaces this
+        // one whole.
+        let asked = self.want_session.is_some();
+        if asked && self.session.as_ref().is_some_and(|old| old.id != s.id) {
             self.leave_session();
         }
         let first = self.session.is_none();

@@ -264,9 +264,21 @@ pub fn fork_row(map: &Map, k: usize, cols: usize) -> (usize, String) {
 }
 
 fn fork_line(map: &Map, k: usize, cols: usize, w: usize, t: &Theme) -> Line<'static> {
-    let (indent, text) = fork_row(map, k, cols);
-    // A narrow screen moves the label left rather than cut it to nothing.
-    let indent = indent.min(w.saturating_sub(width(&text)).max(4));
+    let (indent, full) = fork_row(map, k, cols);
+    // A narrow screen drops the hint, then the details, before cutting: the
+    // label stays under its fork point.
+    let room = w.saturating_sub(indent);
+    let text = match map.forks.get(k) {
+        Some(fk) if width(&full) > room => {
+            let plain = format!("└{}", fk.text());
+            if width(&plain) <= room {
+                plain
+            } else {
+                format!("└⑂ /{} {}", fk.kind.as_str(), fk.label)
+            }
+        }
+        _ => full,
+    };
     Line::from(vec![
         Span::raw(" ".repeat(indent)),
         Span::styled(
@@ -363,7 +375,7 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
         let reason = truncate(&reason, w.saturating_sub(used));
         let reason_style = if tr.reason.starts_with('←') {
             t.dmail()
-        } else if tr.reason.starts_with(['⊜', '∅']) {
+        } else if tr.reason.starts_with(['⊜', '∅', '⑂']) {
             t.accent()
         } else {
             t.dim()
@@ -472,6 +484,7 @@ mod tests {
             marks: Vec::new(),
             subagents: Vec::new(),
             forks: Vec::new(),
+            came_from: None,
             width: 20,
         }
     }

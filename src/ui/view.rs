@@ -121,16 +121,11 @@ fn draw_header(f: &mut Frame, app: &App, area: Rect) {
         } else {
             format!(" · {}", keep_tail(&place, room.saturating_sub(3)))
         };
-        let mut left = vec![
+        vec![
             Span::styled(" worldline ", t.accent()),
             Span::styled(title.clone(), t.bold()),
-        ];
-        // A fork says where it came from before anything else.
-        if let Some(from) = crate::worldline::map::came_from(s) {
-            left.push(Span::styled(format!(" · ⑂ {from}"), t.accent()));
-        }
-        left.push(Span::raw(rest));
-        left
+            Span::raw(rest),
+        ]
     };
     // Fit the left part: the place is cut from its start; when even its
     // end doesn't fit, it goes and the title is cut.

@@ -244,6 +244,8 @@ pub struct Map {
     pub subagents: Vec<SubTrack>,
     /// Sessions made from this one (main agent's map only).
     pub forks: Vec<ForkTrack>,
+    /// For a `/fork` or `/undo` session: where it came from (`came_from`).
+    pub came_from: Option<String>,
     /// One past the largest x.
     pub width: usize,
 }
@@ -284,6 +286,10 @@ impl Map {
             .enumerate()
             .map(|(k, link)| fork_track(s, &main.family, &order, k, link))
             .collect();
+        map.came_from = came_from(s);
+        if let (Some(from), Some(first)) = (&map.came_from, map.tracks.first_mut()) {
+            first.reason = format!("⑂ {from}");
+        }
         map
     }
 
@@ -375,6 +381,7 @@ impl Map {
             marks,
             subagents: Vec::new(),
             forks: Vec::new(),
+            came_from: None,
             width: order.total,
         }
     }
@@ -399,7 +406,10 @@ impl Map {
         let from = t.origin.map(line_name).unwrap_or_else(|| "?".into());
         let pct = format!("{}% new", t.new_permille / 10);
         match t.kind {
-            None => format!("{}: the first world line", t.name),
+            None => match &self.came_from {
+                Some(from) => format!("{}: ⑂ {from}", t.name),
+                None => format!("{}: the first world line", t.name),
+            },
             Some(ForkKind::Dmail) => {
                 let sender = self
                     .arc_into(line)
@@ -788,7 +798,11 @@ mod tests {
         let r = s.fork_point(s.forked_from.as_ref().unwrap()).unwrap();
         assert!(text.starts_with("/undo of one at ⚑"), "{text}");
         assert!(text.ends_with(&format!("record {}", r.record)), "{text}");
-        assert!(Map::of_session(&s).forks.is_empty());
+        let m = Map::of_session(&s);
+        assert!(m.forks.is_empty());
+        // The map's first line and the header's caption say it too.
+        assert_eq!(m.tracks[0].reason, format!("⑂ {text}"));
+        assert_eq!(m.caption(0), format!("α: ⑂ {text}"));
         let s = fork_fixture("1daf86b9-2123-4299-843b-fa06669261a9");
         assert!(came_from(&s).unwrap().starts_with("/fork of one at "));
     }
