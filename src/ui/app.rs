@@ -832,6 +832,19 @@ impl App {
         }
     }
 
+    /// Another agent or session: no role filter (the every-record toggle
+    /// stays), and no search (its results would be of the old one).
+    fn fresh_filters(&mut self) {
+        self.filter = Filter {
+            every: self.filter.every,
+            ..Filter::default()
+        };
+        self.search = SearchState {
+            generation: self.search.generation + 1,
+            ..SearchState::default()
+        };
+    }
+
     /// Forgets the session shown (another one is arriving).
     fn leave_session(&mut self) {
         self.session = None;
@@ -841,14 +854,7 @@ impl App {
         self.leap = None;
         self.expanded = false;
         self.overlay = Overlay::None;
-        self.filter = Filter {
-            every: self.filter.every,
-            ..Filter::default()
-        };
-        self.search = SearchState {
-            generation: self.search.generation + 1,
-            ..SearchState::default()
-        };
+        self.fresh_filters();
         self.focus = 0;
         self.cursor = 0;
         self.scroll = 0;
@@ -1180,14 +1186,7 @@ impl App {
         }
         self.back = self.anchor();
         self.agent = k;
-        self.filter = Filter {
-            every: self.filter.every,
-            ..Filter::default()
-        };
-        self.search = SearchState {
-            generation: self.search.generation + 1,
-            ..SearchState::default()
-        };
+        self.fresh_filters();
         self.rebuild_rows();
         self.focus = self.current_line();
         self.select(0);
@@ -1200,14 +1199,7 @@ impl App {
 
     fn leave_subagent(&mut self) {
         self.agent = 0;
-        self.filter = Filter {
-            every: self.filter.every,
-            ..Filter::default()
-        };
-        self.search = SearchState {
-            generation: self.search.generation + 1,
-            ..SearchState::default()
-        };
+        self.fresh_filters();
         self.rebuild_rows();
         match self.back.take() {
             Some(a) => self.restore(&a),
