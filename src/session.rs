@@ -10,12 +10,15 @@ use md5::{Digest, Md5};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::sources::kimi_code as code;
 
 /// Where to look: the share dir and the directory the user is in.
 #[derive(Debug, Clone)]
 pub struct Locator {
     pub share_dir: PathBuf,
     pub cwd: PathBuf,
+    /// Kimi Code's data home.
+    pub code_home: PathBuf,
 }
 
 impl Locator {
@@ -30,7 +33,17 @@ impl Locator {
                     .join(".kimi")
             });
         let cwd = std::env::current_dir().unwrap_or_default();
-        Locator { share_dir, cwd }
+        Locator {
+            share_dir,
+            cwd,
+            code_home: code::Home::from_env().dir,
+        }
+    }
+
+    fn code(&self) -> code::Home {
+        code::Home {
+            dir: self.code_home.clone(),
+        }
     }
 
     pub fn sessions_root(&self) -> PathBuf {
@@ -102,9 +115,20 @@ pub fn context_files(dir: &Path) -> Result<Vec<ContextFile>> {
     Ok(files)
 }
 
-/// Does this directory hold a session (any context file)?
+/// Does this directory hold a session (any context file, or a Kimi Code
+/// main wire)?
 pub fn is_session_dir(dir: &Path) -> bool {
-    context_files(dir).is_ok_and(|f| !f.is_empty())
+    context_files(dir).is_ok_and(|f| !f.is_empty()) || code::home::is_session_dir(dir)
+}
+
+/// The session dir of a Kimi Code wire path (`<dir>/agents/<id>/wire.jsonl`).
+fn code_session_of_wire(path: &Path) -> Option<PathBuf> {
+    let agent = path.parent()?;
+    let agents = agent.parent()?;
+    (agents.file_name()? == "agents")
+        .then(|| agents.parent().map(Path::to_path_buf))
+        .flatten()
+        .filter(|d| code::home::is_session_dir(d))
 }
 
 /// Turns what the user typed into a session directory.
@@ -120,6 +144,8 @@ fn resolve_arg(arg: &str, loc: &Locator) -> Result<PathBuf> {
     if let Ok(meta) = std::fs::metadata(path) {
         let dir = if meta.is_dir() {
             path.to_path_buf()
+        } else if let Some(d) = code_session_of_wire(path) {
+            d
         } else {
             path.parent()
                 .filter(|p| !p.as_os_str().is_empty())
@@ -140,7 +166,8 @@ fn resolve_arg(arg: &str, loc: &Locator) -> Result<PathBuf> {
 }
 
 fn resolve_id(prefix: &str, loc: &Locator) -> Result<PathBuf> {
-    let all = session_dirs(&loc.sessions_root());
+    let mut all = session_dirs(&loc.sessions_root());
+    all.extend(loc.code().all_sessions());
     if let Some(exact) = all.iter().find(|d| dir_name(d) == prefix) {
         return Ok(exact.clone());
     }
@@ -170,13 +197,19 @@ fn resolve_id(prefix: &str, loc: &Locator) -> Result<PathBuf> {
 
 fn resolve_default(loc: &Locator) -> Result<PathBuf> {
     let newest = |dirs: Vec<PathBuf>| dirs.into_iter().max_by_key(|d| modified(d));
-    newest(sessions_in(&loc.cwd_sessions()))
-        .or_else(|| newest(session_dirs(&loc.sessions_root())))
+    let cwd = loc.cwd.to_string_lossy();
+    let mut here = sessions_in(&loc.cwd_sessions());
+    here.extend(loc.code().sessions_of(&cwd));
+    let mut all = session_dirs(&loc.sessions_root());
+    all.extend(loc.code().all_sessions());
+    newest(here)
+        .or_else(|| newest(all))
         .ok_or_else(|| Error::NoSession {
             query: loc.cwd.display().to_string(),
             hint: format!(
-                ": no sessions under {} (set KIMI_SHARE_DIR, pass a session path, or try `worldline demo`)",
-                loc.sessions_root().display()
+                ": no sessions under {} or {} (set KIMI_SHARE_DIR or KIMI_CODE_HOME, pass a session path, or try `worldline demo`)",
+                loc.sessions_root().display(),
+                loc.code().sessions_root().display()
             ),
         })
 }
@@ -213,7 +246,8 @@ pub fn session_dirs(sessions_root: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Last change to any of the session's files.
+/// Last change to any of the session's files (for Kimi Code, its agents'
+/// wires too).
 pub fn modified(dir: &Path) -> SystemTime {
     let mut newest = UNIX_EPOCH;
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -221,6 +255,12 @@ pub fn modified(dir: &Path) -> SystemTime {
             if let Ok(t) = e.metadata().and_then(|m| m.modified()) {
                 newest = newest.max(t);
             }
+        }
+    }
+    for id in code::home::agent_ids(dir) {
+        let wire = dir.join("agents").join(id).join("wire.jsonl");
+        if let Ok(t) = std::fs::metadata(wire).and_then(|m| m.modified()) {
+            newest = newest.max(t);
         }
     }
     newest
@@ -269,6 +309,8 @@ pub fn work_dirs(share_dir: &Path) -> HashMap<String, String> {
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionSummary {
     pub id: String,
+    /// `kimi-cli` or `kimi-code`.
+    pub tool: &'static str,
     pub dir: PathBuf,
     pub work_dir: Option<String>,
     pub title: Option<String>,
@@ -280,6 +322,9 @@ pub struct SessionSummary {
 }
 
 pub fn summarize(dir: &Path, work_dirs: &HashMap<String, String>) -> SessionSummary {
+    if code::home::is_session_dir(dir) {
+        return summarize_code(dir, work_dirs);
+    }
     let files = context_files(dir).unwrap_or_default();
     let subagents = std::fs::read_dir(dir.join("subagents"))
         .map(|e| e.flatten().filter(|e| e.path().is_dir()).count())
@@ -287,11 +332,33 @@ pub fn summarize(dir: &Path, work_dirs: &HashMap<String, String>) -> SessionSumm
     let folder = dir.parent().map(dir_name).unwrap_or_default();
     SessionSummary {
         id: dir_name(dir),
+        tool: "kimi-cli",
         dir: dir.to_path_buf(),
         work_dir: work_dirs.get(&folder).cloned(),
         title: title(dir),
         world_lines: files.len(),
         subagents,
+        modified: modified(dir)
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        size: dir_size(dir),
+    }
+}
+
+/// A Kimi Code session's row: branches are counted from the main wire's
+/// edges (or old undos) without building them.
+fn summarize_code(dir: &Path, work_dirs: &HashMap<String, String>) -> SessionSummary {
+    let state = code::SessionState::read(dir);
+    let folder = dir.parent().map(dir_name).unwrap_or_default();
+    SessionSummary {
+        id: dir_name(dir),
+        tool: "kimi-code",
+        dir: dir.to_path_buf(),
+        work_dir: work_dirs.get(&folder).cloned().or(state.cwd.clone()),
+        title: state.title,
+        world_lines: code::home::count_branches(&dir.join("agents/main/wire.jsonl")),
+        subagents: code::home::agent_ids(dir).len().saturating_sub(1),
         modified: modified(dir)
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -316,12 +383,20 @@ fn dir_size(dir: &Path) -> u64 {
 
 /// Sessions of the current directory (or all), newest first.
 pub fn list(loc: &Locator, all: bool) -> Vec<SessionSummary> {
-    let dirs = if all {
-        session_dirs(&loc.sessions_root())
+    let (mut dirs, code_dirs) = if all {
+        (
+            session_dirs(&loc.sessions_root()),
+            loc.code().all_sessions(),
+        )
     } else {
-        sessions_in(&loc.cwd_sessions())
+        (
+            sessions_in(&loc.cwd_sessions()),
+            loc.code().sessions_of(&loc.cwd.to_string_lossy()),
+        )
     };
-    let wd = work_dirs(&loc.share_dir);
+    dirs.extend(code_dirs);
+    let mut wd = work_dirs(&loc.share_dir);
+    wd.extend(loc.code().work_dirs());
     let mut out: Vec<SessionSummary> = dirs.iter().map(|d| summarize(d, &wd)).collect();
     out.sort_by(|a, b| b.modified.cmp(&a.modified).then(a.id.cmp(&b.id)));
     out
@@ -335,32 +410,37 @@ pub fn list_command(args: &crate::cli::ListArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     if rows.is_empty() {
-        let scope = if args.all {
-            loc.sessions_root()
+        let (scope, code_scope) = if args.all {
+            (loc.sessions_root(), loc.code().sessions_root())
         } else {
-            loc.cwd_sessions()
+            (
+                loc.cwd_sessions(),
+                loc.code().bucket(&loc.cwd.to_string_lossy()),
+            )
         };
         eprintln!(
-            "no sessions under {}{}",
+            "no sessions under {} or {}{}",
             scope.display(),
+            code_scope.display(),
             if args.all { "" } else { " (try --all)" }
         );
         return Ok(());
     }
     println!(
-        "{:<36}  {:>5}  {:>4}  {:<16}  {:>9}  {:<24}  WORK DIR",
-        "ID", "LINES", "SUBS", "MODIFIED", "SIZE", "TITLE"
+        "{:<44}  {:<9}  {:>5}  {:>4}  {:<16}  {:>9}  {:<24}  WORK DIR",
+        "ID", "TOOL", "LINES", "SUBS", "MODIFIED", "SIZE", "TITLE"
     );
     for r in rows {
         println!(
-            "{:<36}  {:>5}  {:>4}  {:<16}  {:>9}  {:<24}  {}",
-            r.id,
+            "{:<44}  {:<9}  {:>5}  {:>4}  {:<16}  {:>9}  {:<24}  {}",
+            crate::text::sanitize_line(&r.id, 44),
+            r.tool,
             r.world_lines,
             r.subagents,
             crate::export::format_time(r.modified as f64),
             crate::export::human_size(r.size),
             crate::text::sanitize_line(&r.title.unwrap_or_default(), 24),
-            r.work_dir.unwrap_or_default()
+            crate::text::sanitize_line(&r.work_dir.unwrap_or_default(), 200)
         );
     }
     Ok(())

@@ -3,9 +3,12 @@
 
 use serde_json::{json, Value};
 
-use crate::worldline::{DMailAttempt, Family, Session, WorldLine};
+use crate::worldline::{DMailAttempt, Family, LineMark, Session, Tool, WorldLine};
 
 pub fn session_json(s: &Session) -> Value {
+    if s.tool == Tool::KimiCode {
+        return code_session_json(s);
+    }
     let main = s.main();
     let subagents: Vec<Value> = s.agents[1..]
         .iter()
@@ -27,11 +30,65 @@ pub fn session_json(s: &Session) -> Value {
         "session_dir": s.dir.display().to_string(),
         "session_id": s.id,
         "title": s.title,
+        "tool": s.tool.as_str(),
         "world_lines": family_lines(main),
         "subagents": subagents,
         "dmail_attempts": attempts(main),
         "warnings": s.warnings,
     })
+}
+
+/// A Kimi Code session: the kimi-cli contract plus its branches' forks,
+/// compaction and folded-undo marks, subagents and `/fork` lineage.
+fn code_session_json(s: &Session) -> Value {
+    let main = &s.agents[0];
+    let subagents: Vec<Value> = s.agents[1..]
+        .iter()
+        .map(|a| {
+            let meta = a.meta.clone().unwrap_or_default();
+            json!({
+                "agent_id": meta.agent_id,
+                "subagent_type": meta.subagent_type,
+                "description": meta.description,
+                "status": meta.status,
+                "parent_tool_call_id": a.parent_tool_call_id,
+                "parent_line": a.parent_line,
+                "parent_file": a.parent_call.and_then(|c| s.agents.get(c.agent)?.family.files.get(c.line)).map(|f| f.name.clone()),
+                "world_lines": family_lines(&a.family),
+                "compactions": marks(&a.family, &a.compactions),
+                "folded_undos": marks(&a.family, &a.folded_undos),
+                "dmail_attempts": [],
+            })
+        })
+        .collect();
+    let lineage = |l: &crate::worldline::Lineage| json!({"session": l.session, "line": l.line, "kind": "fork"});
+    json!({
+        "session_dir": s.dir.display().to_string(),
+        "session_id": s.id,
+        "title": s.title,
+        "tool": s.tool.as_str(),
+        "world_lines": family_lines(&main.family),
+        "compactions": marks(&main.family, &main.compactions),
+        "folded_undos": marks(&main.family, &main.folded_undos),
+        "subagents": subagents,
+        "dmail_attempts": [],
+        "forked_from": s.forked_from.as_ref().map(lineage),
+        "forks": s.forks.iter().map(lineage).collect::<Vec<_>>(),
+        "warnings": s.warnings,
+    })
+}
+
+/// `[{"branch", "line"}]`, with `count` for folded undos.
+fn marks(f: &Family, list: &[LineMark]) -> Vec<Value> {
+    list.iter()
+        .map(|m| {
+            let branch = f.lines.get(m.world_line).and_then(|l| l.branch.clone());
+            match m.count {
+                Some(n) => json!({"branch": branch, "line": m.line, "count": n}),
+                None => json!({"branch": branch, "line": m.line}),
+            }
+        })
+        .collect()
 }
 
 pub fn family_lines(f: &Family) -> Vec<Value> {
@@ -40,6 +97,9 @@ pub fn family_lines(f: &Family) -> Vec<Value> {
 
 /// One world line; also the payload of a live `world_line` event.
 pub fn world_line_json(f: &Family, l: &WorldLine) -> Value {
+    if l.branch.is_some() {
+        return branch_json(f, l);
+    }
     let name = |i: usize| f.lines.get(i).map(|l| l.file.clone());
     let file = &f.files[l.index];
     let fork = l.fork.as_ref().map(|fk| {
@@ -67,6 +127,36 @@ pub fn world_line_json(f: &Family, l: &WorldLine) -> Value {
         "shared_records": l.shared,
         "checkpoints": file.checkpoints(),
         "tokens": file.records.iter().rev().find_map(|r| r.tokens),
+        "current": l.current,
+    })
+}
+
+/// A branch inside one wire (Kimi Code): `file` is the wire, `parent` and
+/// `origin` are branch names, `fork.line` the last shared wire line.
+fn branch_json(f: &Family, l: &WorldLine) -> Value {
+    let name = |i: usize| f.lines.get(i).and_then(|l| l.branch.clone());
+    let file = &f.files[l.index];
+    let fork = l.fork.as_ref().map(|fk| {
+        json!({
+            "kind": fk.kind.as_str(),
+            "line": fk.line,
+            "turns": fk.turns,
+            "inferred": fk.inferred,
+            "origin": fk.origin.and_then(name),
+            "checkpoint": null,
+            "message": null,
+            "sender": null,
+        })
+    });
+    json!({
+        "file": file.name,
+        "branch": l.branch,
+        "parent": l.parent.and_then(name),
+        "fork": fork,
+        "records": file.records.len(),
+        "shared_records": l.shared,
+        "checkpoints": 0,
+        "tokens": null,
         "current": l.current,
     })
 }

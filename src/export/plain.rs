@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::text::sanitize_line;
-use crate::worldline::{Family, ForkKind, Session};
+use crate::worldline::{Agent, Family, ForkKind, Session, Tool};
 
 pub fn text_tree(s: &Session) -> String {
     let mut out = String::new();
@@ -15,6 +15,29 @@ pub fn text_tree(s: &Session) -> String {
         .unwrap_or_default();
     let _ = writeln!(out, "session {}{}", s.id, title);
     let _ = writeln!(out, "  {}", s.dir.display());
+    if s.tool != Tool::KimiCli {
+        let _ = writeln!(out, "  written by {}", s.tool.as_str());
+    }
+    if let Some(src) = &s.forked_from {
+        let _ = writeln!(
+            out,
+            "  forked from {}{}",
+            sanitize_line(&src.session, 60),
+            src.line
+                .map(|l| format!(" after line {l}"))
+                .unwrap_or_default()
+        );
+    }
+    for f in &s.forks {
+        let _ = writeln!(
+            out,
+            "  forked into {}{}",
+            sanitize_line(&f.session, 60),
+            f.line
+                .map(|l| format!(" after line {l}"))
+                .unwrap_or_default()
+        );
+    }
     let main = s.main();
     let sent = main.attempts.len();
     let accepted = main
@@ -33,7 +56,7 @@ pub fn text_tree(s: &Session) -> String {
         plural(sent),
         accepted
     );
-    family_tree(&mut out, main, "");
+    family_tree(&mut out, &s.agents[0], "");
     attempts(&mut out, main, "");
     for a in &s.agents[1..] {
         let meta = a.meta.clone().unwrap_or_default();
@@ -51,7 +74,7 @@ pub fn text_tree(s: &Session) -> String {
                 .map(|id| format!(" ← Agent call {}", sanitize_line(id, 40)))
                 .unwrap_or_default()
         );
-        family_tree(&mut out, &a.family, "  ");
+        family_tree(&mut out, a, "  ");
         attempts(&mut out, &a.family, "  ");
     }
     if !s.warnings.is_empty() {
@@ -95,7 +118,8 @@ fn children(f: &Family, of: Option<usize>) -> Vec<usize> {
         .collect()
 }
 
-fn family_tree(out: &mut String, f: &Family, indent: &str) {
+fn family_tree(out: &mut String, a: &Agent, indent: &str) {
+    let f = &a.family;
     let roots: Vec<usize> = f
         .lines
         .iter()
@@ -103,11 +127,12 @@ fn family_tree(out: &mut String, f: &Family, indent: &str) {
         .map(|l| l.index)
         .collect();
     for (i, &r) in roots.iter().enumerate() {
-        line_row(out, f, r, indent, i + 1 == roots.len(), true);
+        line_row(out, a, r, indent, i + 1 == roots.len(), true);
     }
 }
 
-fn line_row(out: &mut String, f: &Family, i: usize, prefix: &str, last: bool, root: bool) {
+fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, root: bool) {
+    let f = &a.family;
     let l = &f.lines[i];
     let file = &f.files[i];
     let branch = if root {
@@ -118,17 +143,30 @@ fn line_row(out: &mut String, f: &Family, i: usize, prefix: &str, last: bool, ro
         "├─"
     };
     let mut row = format!(
-        "{prefix}{branch}● {}{}  {} records · {} checkpoints",
+        "{prefix}{branch}● {}{}  {} records",
         l.file,
         if l.current { " (current)" } else { "" },
         file.records.len(),
-        file.checkpoints()
     );
+    if l.branch.is_none() {
+        let _ = write!(row, " · {} checkpoints", file.checkpoints());
+    }
     if let Some(fk) = &l.fork {
         let _ = write!(row, "  ⟲ {}", fork_label(f, i));
         if let (ForkKind::Dmail, Some(msg)) = (fk.kind, &fk.message) {
             let _ = write!(row, " \"{}\"", sanitize_line(msg, 70));
         }
+    }
+    for m in a.compactions.iter().filter(|m| m.world_line == i) {
+        let _ = write!(row, "  ⇲ compacted at line {}", m.line);
+    }
+    for m in a.folded_undos.iter().filter(|m| m.world_line == i) {
+        let _ = write!(
+            row,
+            "  ↶ folded undo of {} at line {}",
+            m.count.unwrap_or(1),
+            m.line
+        );
     }
     let _ = writeln!(out, "{row}");
     let kids = children(f, Some(i));
@@ -143,7 +181,7 @@ fn line_row(out: &mut String, f: &Family, i: usize, prefix: &str, last: bool, ro
         }
     );
     for (k, &c) in kids.iter().enumerate() {
-        line_row(out, f, c, &child_prefix, k + 1 == kids.len(), false);
+        line_row(out, a, c, &child_prefix, k + 1 == kids.len(), false);
     }
 }
 
@@ -162,6 +200,19 @@ pub fn fork_label(f: &Family, i: usize) -> String {
         ),
         ForkKind::Compaction => "compaction".to_string(),
         ForkKind::Clear => "/clear".to_string(),
+        ForkKind::Undo => {
+            let turns = match fk.turns {
+                Some(n) => format!(" of {n} turn{}", plural(n as usize)),
+                None => String::new(),
+            };
+            let at = fk
+                .line
+                .map(|n| format!(" after line {n}"))
+                .unwrap_or_default();
+            let how = if fk.inferred { " (inferred)" } else { "" };
+            format!("undo{turns}{at}{how}")
+        }
+        ForkKind::Unknown if l.branch.is_some() => "branch".to_string(),
         ForkKind::Unknown => "unknown rotation".to_string(),
     };
     if fk.kind == ForkKind::Dmail {

@@ -16,6 +16,8 @@ pub enum ForkKind {
     Dmail,
     Compaction,
     Clear,
+    /// Kimi Code's `/undo`: a branch inside the wire.
+    Undo,
     Unknown,
 }
 
@@ -25,6 +27,7 @@ impl ForkKind {
             ForkKind::Dmail => "dmail",
             ForkKind::Compaction => "compaction",
             ForkKind::Clear => "clear",
+            ForkKind::Undo => "undo",
             ForkKind::Unknown => "unknown",
         }
     }
@@ -44,6 +47,12 @@ pub struct Fork {
     /// The SendDMail call that caused a D-Mail fork; `None` for a D-Mail
     /// from outside the agent (e.g. `worldline send`).
     pub sender: Option<Sender>,
+    /// For an undo: the turns undone, when the wire says.
+    pub turns: Option<u32>,
+    /// For a branch inside a wire: the last wire line shared with the parent.
+    pub line: Option<u32>,
+    /// The fork point was inferred (Kimi Code ≤ 0.42 wires), not recorded.
+    pub inferred: bool,
 }
 
 /// The tool call that sent a D-Mail.
@@ -58,8 +67,11 @@ pub struct Sender {
 pub struct WorldLine {
     /// Position in the family, oldest first.
     pub index: usize,
-    /// File name relative to the session dir.
+    /// File name relative to the session dir; for a branch inside a file
+    /// (Kimi Code), its label `branch <name>`.
     pub file: String,
+    /// The branch name, for world lines that are branches inside one file.
+    pub branch: Option<String>,
     pub parent: Option<usize>,
     pub fork: Option<Fork>,
     /// Records shared with the parent (the fork point is the last of them).
@@ -98,7 +110,7 @@ impl Family {
         self.files.get(r.line)?.records.get(r.record)
     }
 
-    /// Index of the world line whose file is `name`.
+    /// Index of the world line whose file (or label) is `name`.
     pub fn line_by_file(&self, name: &str) -> Option<usize> {
         self.lines.iter().position(|l| l.file == name)
     }
@@ -122,34 +134,13 @@ pub fn build_family(agent: usize, files: Vec<FileIndex>, graph: &mut Graph) -> F
             Some(p) => shared_prefix(&files[p].records, &file.records),
             None => 0,
         };
-        let mut nodes: Vec<NodeIndex> = Vec::with_capacity(file.records.len());
-        if let Some(p) = parent {
-            nodes.extend_from_slice(&lines[p].nodes[..shared]);
-        }
-        for (r, rec) in file.records.iter().enumerate().skip(shared) {
-            let n = graph.add_node(Node {
-                owner: RecordRef {
-                    agent,
-                    line: i,
-                    record: r,
-                },
-                kind: node_kind(rec),
-                time: None,
-            });
-            if let Some(&prev) = nodes.last() {
-                let edge = if r == shared && parent.is_some() {
-                    Edge::Fork
-                } else {
-                    Edge::Next
-                };
-                graph.add_edge(prev, n, edge);
-            }
-            nodes.push(n);
-        }
+        let prefix = parent.map_or(&[][..], |p| &lines[p].nodes[..shared]);
+        let nodes = line_nodes(agent, i, file, prefix, parent.is_some(), graph);
         let fork = parent.map(|p| classify(&files[p], file, shared, &nodes, graph));
         lines.push(WorldLine {
             index: i,
             file: file.name.clone(),
+            branch: None,
             parent,
             fork,
             shared,
@@ -166,6 +157,95 @@ pub fn build_family(agent: usize, files: Vec<FileIndex>, graph: &mut Graph) -> F
     link_senders(&mut family, graph);
     family.attempts = collect_attempts(&family, graph);
     family
+}
+
+/// The nodes of world line `i`: the parent's shared `prefix`, then one new
+/// node per own record, the first joined to the prefix by a `Fork` edge.
+fn line_nodes(
+    agent: usize,
+    i: usize,
+    file: &FileIndex,
+    prefix: &[NodeIndex],
+    has_parent: bool,
+    graph: &mut Graph,
+) -> Vec<NodeIndex> {
+    let shared = prefix.len();
+    let mut nodes: Vec<NodeIndex> = Vec::with_capacity(file.records.len());
+    nodes.extend_from_slice(prefix);
+    for (r, rec) in file.records.iter().enumerate().skip(shared) {
+        let n = graph.add_node(Node {
+            owner: RecordRef {
+                agent,
+                line: i,
+                record: r,
+            },
+            kind: node_kind(rec),
+            time: None,
+        });
+        if let Some(&prev) = nodes.last() {
+            let edge = if r == shared && has_parent {
+                Edge::Fork
+            } else {
+                Edge::Next
+            };
+            graph.add_edge(prev, n, edge);
+        }
+        nodes.push(n);
+    }
+    nodes
+}
+
+/// One world line as a source states it (branches inside one file): its
+/// records, its parent, how many records it shares, and why it forked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinePart {
+    pub file: FileIndex,
+    /// The name shown for it (`WorldLine::file`).
+    pub label: String,
+    pub branch: Option<String>,
+    /// An earlier part.
+    pub parent: Option<usize>,
+    /// Records shared with the parent: a prefix of both.
+    pub shared: usize,
+    pub fork: Option<Fork>,
+    pub current: bool,
+}
+
+/// Builds a family whose world lines the source laid out itself (pure).
+/// A parent that isn't earlier, or a shared count past either side, is
+/// clamped so odd input can't panic.
+pub fn build_from_parts(agent: usize, parts: Vec<LinePart>, graph: &mut Graph) -> Family {
+    let mut lines: Vec<WorldLine> = Vec::with_capacity(parts.len());
+    let mut files = Vec::with_capacity(parts.len());
+    for (i, part) in parts.into_iter().enumerate() {
+        let parent = part.parent.filter(|&p| p < i);
+        let shared = match parent {
+            Some(p) => part
+                .shared
+                .min(lines[p].nodes.len())
+                .min(part.file.records.len()),
+            None => 0,
+        };
+        let prefix = parent.map_or(&[][..], |p| &lines[p].nodes[..shared]);
+        let nodes = line_nodes(agent, i, &part.file, prefix, parent.is_some(), graph);
+        lines.push(WorldLine {
+            index: i,
+            file: part.label,
+            branch: part.branch,
+            parent,
+            fork: part.fork,
+            shared,
+            nodes,
+            current: part.current,
+        });
+        files.push(part.file);
+    }
+    Family {
+        agent,
+        files,
+        lines,
+        attempts: Vec::new(),
+    }
 }
 
 /// Length of the longest run of equal records at the start of both files.
@@ -195,6 +275,9 @@ fn classify(
         message: None,
         origin,
         sender: None,
+        turns: None,
+        line: None,
+        inferred: false,
     };
     match first.and_then(|r| r.marker.as_deref()) {
         Some(Marker::DMailInjection(message)) => {

@@ -3,6 +3,7 @@
 //! `Session::load` does the reading; `Session::from_parts` is pure, so the
 //! live tail and tests build from indexes they already hold.
 
+pub mod code;
 pub mod family;
 pub mod graph;
 pub mod wire;
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use petgraph::graph::NodeIndex;
 use serde::Serialize;
 
-pub use family::{DMailAttempt, Family, Fork, ForkKind, Sender, WorldLine};
+pub use family::{DMailAttempt, Family, Fork, ForkKind, LinePart, Sender, WorldLine};
 pub use graph::{Edge, Graph, Node, NodeKind, RecordRef};
 pub use wire::{TurnTiming, WireLog};
 
@@ -71,7 +72,49 @@ pub struct Agent {
     /// The parent's Agent tool call that ran this subagent.
     pub parent_call: Option<RecordRef>,
     pub parent_tool_call_id: Option<String>,
+    /// The line of that call in the parent's wire (Kimi Code).
+    pub parent_line: Option<u32>,
     pub turns: Vec<TurnTiming>,
+    /// Compactions that are marks on a world line, not forks (Kimi Code).
+    pub compactions: Vec<LineMark>,
+    /// Old undos a newer Kimi Code treats as already applied.
+    pub folded_undos: Vec<LineMark>,
+}
+
+/// A marked event on a world line: its wire line, and for a folded undo
+/// the turns it undid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineMark {
+    pub world_line: usize,
+    pub line: u32,
+    pub count: Option<u32>,
+}
+
+/// Which agent wrote a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Tool {
+    #[default]
+    #[serde(rename = "kimi-cli")]
+    KimiCli,
+    #[serde(rename = "kimi-code")]
+    KimiCode,
+}
+
+impl Tool {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tool::KimiCli => "kimi-cli",
+            Tool::KimiCode => "kimi-code",
+        }
+    }
+}
+
+/// One session made from another (a Kimi Code `/fork`): `line` is the last
+/// source wire line it copied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Lineage {
+    pub session: String,
+    pub line: Option<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -79,6 +122,9 @@ pub struct Session {
     pub dir: PathBuf,
     pub id: String,
     pub title: Option<String>,
+    pub tool: Tool,
+    pub forked_from: Option<Lineage>,
+    pub forks: Vec<Lineage>,
     /// `agents[0]` is the main agent; the rest are subagents.
     pub agents: Vec<Agent>,
     pub graph: Graph,
@@ -88,6 +134,9 @@ pub struct Session {
 impl Session {
     /// Reads a session directory and rebuilds it.
     pub fn load(dir: &Path) -> Result<Session> {
+        if crate::sources::kimi_code::home::is_session_dir(dir) {
+            return code::load(dir);
+        }
         let main = read_agent(dir, dir, None)?;
         if main.files.is_empty() {
             return Err(Error::NoContextFile {
@@ -126,7 +175,10 @@ impl Session {
                 meta: af.meta,
                 parent_call: None,
                 parent_tool_call_id: None,
+                parent_line: None,
                 turns: af.wire.map(|w| w.turns).unwrap_or_default(),
+                compactions: Vec::new(),
+                folded_undos: Vec::new(),
             });
         }
         link_subagents(&mut agents, &mut graph);
@@ -136,6 +188,9 @@ impl Session {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             title,
+            tool: Tool::KimiCli,
+            forked_from: None,
+            forks: Vec::new(),
             dir: dir.to_path_buf(),
             agents,
             graph,
@@ -166,7 +221,10 @@ impl Session {
             .records
             .get(r.record)
             .ok_or_else(|| Error::Other(format!("{}: no record {}", file.name, r.record)))?;
-        read::load_body(&file.path, meta)
+        match self.tool {
+            Tool::KimiCli => read::load_body(&file.path, meta),
+            Tool::KimiCode => crate::sources::kimi_code::records::load_body(&file.path, meta),
+        }
     }
 
     /// The first `max` bytes of a record's line, raw.
