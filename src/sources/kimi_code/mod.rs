@@ -175,6 +175,16 @@ impl CodeSession {
 
     /// Sessions beside this one (same bucket) forked from it.
     pub fn forks(&self) -> Vec<ForkLink> {
+        let mut out = self.fork_candidates();
+        for f in &mut out {
+            f.line = self.fork_line_of(&f.session);
+        }
+        out
+    }
+
+    /// Sessions beside this one whose `state.json` names it as their
+    /// source, by id; their lines are not read yet.
+    pub fn fork_candidates(&self) -> Vec<ForkLink> {
         let Some(bucket) = self.dir.parent() else {
             return Vec::new();
         };
@@ -185,21 +195,26 @@ impl CodeSession {
             .flatten()
             .map(|e| e.path())
             .filter(|p| p != &self.dir && home::is_session_dir(p))
+            .filter(|p| SessionState::read(p).forked_from.as_deref() == Some(self.id.as_str()))
             .filter_map(|p| {
-                let st = SessionState::read(&p);
-                if st.forked_from.as_deref() != Some(self.id.as_str()) {
-                    return None;
-                }
-                let id = p.file_name()?.to_string_lossy().into_owned();
-                let line = last_forked_line(&p.join("agents/main/wire.jsonl"));
                 Some(ForkLink {
-                    session: id,
-                    line: line.map(|l| l.saturating_sub(1)),
+                    session: p.file_name()?.to_string_lossy().into_owned(),
+                    line: None,
                 })
             })
             .collect();
         out.sort_by(|a, b| a.session.cmp(&b.session));
         out
+    }
+
+    /// The last source line a sibling fork copied: its last `forked` line − 1.
+    pub fn fork_line_of(&self, fork_id: &str) -> Option<u32> {
+        let wire = self
+            .dir
+            .parent()?
+            .join(fork_id)
+            .join("agents/main/wire.jsonl");
+        last_forked_line(&wire).map(|l| l.saturating_sub(1))
     }
 }
 
