@@ -34,6 +34,8 @@ pub enum Command {
     Send(SendArgs),
     /// Run a simulated agent that writes a live session, and watch it
     Demo(DemoArgs),
+    /// Play a finished session into the TUI as if it were live
+    Replay(ReplayArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -120,6 +122,26 @@ pub struct DemoArgs {
     pub speed: f64,
 }
 
+#[derive(Debug, Clone, Args)]
+pub struct ReplayArgs {
+    /// Session directory, context file, session id or id prefix
+    pub session: Option<String>,
+    /// Speed-up over the session's own pace (its wire.jsonl times; without
+    /// them one record every 0.4 s at 1). Waits are capped at 2 s.
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Write the replayed copy here (an empty or new directory) instead of a
+    /// temporary one that is removed afterwards
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Only write the copy; print its directory on the first line
+    #[arg(long)]
+    pub headless: bool,
+    /// Poll the files instead of using native file notifications
+    #[arg(long)]
+    pub poll: bool,
+}
+
 /// Runs a parsed command line; the binary only maps the result to a process exit.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
@@ -131,7 +153,26 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Watch(args)) => crate::live::watch_command(&args).map(|()| ExitCode::SUCCESS),
         Some(Command::Send(args)) => crate::denwa::send_command(&args),
-        Some(Command::Demo(args)) => crate::demo::run(&args).map(|()| ExitCode::SUCCESS),
+        Some(Command::Demo(args)) => {
+            let opts = crate::demo::DemoOptions {
+                dir: args.dir,
+                headless: args.headless,
+                speed: args.speed,
+            };
+            crate::demo::run(&opts).map(|()| ExitCode::SUCCESS)
+        }
+        Some(Command::Replay(args)) => {
+            let dir = crate::session::resolve(
+                args.session.as_deref(),
+                &crate::session::Locator::from_env(),
+            )?;
+            let opts = crate::replay::ReplayOptions {
+                speed: args.speed,
+                ..Default::default()
+            };
+            crate::replay::run(&dir, args.dir.as_deref(), args.headless, args.poll, opts)
+                .map(|()| ExitCode::SUCCESS)
+        }
     }
 }
 

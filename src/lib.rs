@@ -15,6 +15,7 @@ pub mod kimi_writer;
 pub mod live;
 pub mod model;
 pub mod read;
+pub mod replay;
 pub mod session;
 pub mod sources;
 pub mod text;

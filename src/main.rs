@@ -7,7 +7,9 @@ fn main() -> ExitCode {
     match worldline::cli::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("worldline: {err:#}");
+            // Errors embed paths and file contents: never raw to the terminal.
+            let text = worldline::text::sanitize_message(&format!("{err:#}"));
+            eprintln!("worldline: {text}");
             ExitCode::from(worldline::cli::exit_code_for(&err))
         }
     }

@@ -2,6 +2,8 @@
 //! characters and escape sequences are shown, never executed, and widths are
 //! measured in terminal columns (CJK and emoji take two).
 
+use std::path::Path;
+
 use unicode_width::UnicodeWidthChar;
 
 /// Replaces every control character with a visible stand-in: ESC becomes
@@ -23,6 +25,37 @@ pub fn sanitize(s: &str, keep_layout: bool) -> String {
             c if ('\u{80}'..='\u{9f}').contains(&c) => out.push('\u{fffd}'),
             // Bidi overrides and isolates could reorder what follows them.
             '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A path (or a file or directory name) for a terminal: bytes that are not
+/// UTF-8 become `�`, control characters their stand-ins (one line).
+pub fn sanitize_path(p: &Path) -> String {
+    sanitize(&p.to_string_lossy(), false)
+}
+
+/// A message from a peer or an error for stderr, on one line: server
+/// replies, error texts that embed paths.
+pub fn sanitize_message(s: &str) -> String {
+    sanitize(s, false)
+}
+
+/// Text for an HTML context (Mermaid labels, SVG, HTML): `&<>"'` escaped,
+/// after [`sanitize`], so a label can neither run markup nor reach the
+/// terminal raw.
+pub fn escape_html(s: &str) -> String {
+    let clean = sanitize(s, false);
+    let mut out = String::with_capacity(clean.len());
+    for c in clean.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
             c => out.push(c),
         }
     }
@@ -88,6 +121,20 @@ mod tests {
         let s = sanitize("a\x1b[31mred\x1b]0;title\x07\r\u{9b}2J", false);
         assert_eq!(s, "a␛[31mred␛]0;title␇␍\u{fffd}2J");
         assert!(!s.chars().any(|c| c.is_control()));
+    }
+
+    #[test]
+    fn paths_and_html() {
+        use std::os::unix::ffi::OsStrExt;
+        let p = Path::new(std::ffi::OsStr::from_bytes(
+            b"/s/\x1b]52;c;eA==\x07\xff\xc2\x9b",
+        ));
+        let s = sanitize_path(p);
+        assert_eq!(s, "/s/␛]52;c;eA==␇\u{fffd}\u{fffd}");
+        assert_eq!(
+            escape_html("<img onerror='x'>&\x1b"),
+            "&lt;img onerror=&#39;x&#39;&gt;&amp;␛"
+        );
     }
 
     #[test]

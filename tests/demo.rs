@@ -269,9 +269,12 @@ fn headless_binary_prints_the_session_dir_and_stops_cleanly_on_sigterm() {
     use std::process::{Command, Stdio};
 
     let tmp = tempfile::tempdir().unwrap();
+    // Its own runtime dir: never the shared /tmp/worldline-<uid>.
+    let runtime = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
         .args(["demo", "--headless", "--speed", "50", "--dir"])
         .arg(tmp.path())
+        .env("XDG_RUNTIME_DIR", runtime.path())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

@@ -10,4 +10,4 @@ mod subagent;
 
 pub use agent::{DemoAgent, DemoConfig, DemoError, DemoEvent};
 pub use clock::{Clock, FakeClock, SystemClock};
-pub use run::{run, run_agent};
+pub use run::{run, run_agent, DemoOptions};

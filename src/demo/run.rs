@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::cli::{DemoArgs, ViewArgs};
 use crate::denwa::DenwaRenji;
 
 use super::agent::{DemoAgent, DemoConfig, DemoError};
@@ -73,8 +72,29 @@ fn seed() -> u64 {
     nanos ^ (u64::from(std::process::id()) << 32)
 }
 
+/// How to run the demo: plain values, so the library never sees clap.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DemoOptions {
+    /// Write the session here instead of a fresh temporary directory.
+    pub dir: Option<PathBuf>,
+    /// Run only the agent; print the session directory on the first line.
+    pub headless: bool,
+    /// Pace multiplier over the base pace (about a record a second at 1).
+    pub speed: f64,
+}
+
+impl Default for DemoOptions {
+    fn default() -> Self {
+        DemoOptions {
+            dir: None,
+            headless: false,
+            speed: 2.0,
+        }
+    }
+}
+
 /// `worldline demo`.
-pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
+pub fn run(args: &DemoOptions) -> anyhow::Result<()> {
     if !(args.speed.is_finite() && args.speed > 0.0) {
         return Err(crate::Error::Usage(format!(
             "--speed must be a positive number, not {}",
@@ -131,12 +151,7 @@ pub fn run(args: &DemoArgs) -> anyhow::Result<()> {
         let agent_stop = Arc::clone(&stop);
         let worker =
             std::thread::spawn(move || run_agent(&mut agent, &SystemClock, speed, &agent_stop));
-        let view = ViewArgs {
-            session: Some(session_dir.display().to_string()),
-            follow: true,
-            ..Default::default()
-        };
-        let ui = crate::ui::run(&view);
+        let ui = crate::ui::run_on(session_dir.clone(), true, false);
         stop.store(true, Ordering::Relaxed);
         let agent_result = match worker.join() {
             Ok(r) => r.map_err(anyhow::Error::from),

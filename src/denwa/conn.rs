@@ -3,8 +3,9 @@
 use std::io::{self, BufRead, BufReader, Read};
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::protocol::{
     body_of, encode_reply, error_reply, parse_request, Hello, Request, Status, MAX_LINE,
@@ -15,10 +16,70 @@ use super::renji::{DMail, DenwaRenji};
 /// per reply before its connection is dropped.
 pub(super) const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// What every connection needs: the agent's DenwaRenji and the hello reply.
+/// What every connection needs: the agent's DenwaRenji, the hello reply and
+/// the server's limits.
 pub(super) struct Shared {
     pub renji: Arc<Mutex<DenwaRenji>>,
     pub hello: Hello,
+    pub limits: ServerLimits,
+}
+
+/// A server's bounds on its clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// A connection that sends no complete request for this long is closed.
+    pub idle_timeout: Duration,
+    /// Simultaneous connections (per uid: only the server's own is served).
+    pub max_connections: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            idle_timeout: IDLE_TIMEOUT,
+            max_connections: super::accept::MAX_CONNECTIONS,
+        }
+    }
+}
+
+/// Default idle timeout: generous for a person at a prompt between
+/// requests, short next to a lock-out.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// When a connection started waiting for its next request; `None` while it
+/// is answering one. The accept loop evicts the longest-idle first.
+pub(super) struct Activity {
+    epoch: Instant,
+    /// Milliseconds since `epoch` + 1, or 0 while busy.
+    idle_since: AtomicU64,
+}
+
+impl Activity {
+    pub(super) fn new() -> Activity {
+        let a = Activity {
+            epoch: Instant::now(),
+            idle_since: AtomicU64::new(0),
+        };
+        a.set_idle(true);
+        a
+    }
+
+    fn set_idle(&self, idle: bool) {
+        let v = if idle {
+            u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX - 1) + 1
+        } else {
+            0
+        };
+        self.idle_since.store(v, Ordering::Relaxed);
+    }
+
+    /// An instant comparable across connections: when it went idle.
+    pub(super) fn idle_since(&self) -> Option<Instant> {
+        match self.idle_since.load(Ordering::Relaxed) {
+            0 => None,
+            ms => Some(self.epoch + Duration::from_millis(ms - 1)),
+        }
+    }
 }
 
 enum LineRead {
@@ -29,8 +90,11 @@ enum LineRead {
 
 /// Serves one connection until the client closes it, sends an over-long line,
 /// stops reading replies, or the server shuts the socket down.
-pub(super) fn serve(stream: UnixStream, shared: &Shared) {
-    if stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_err() {
+pub(super) fn serve(stream: UnixStream, shared: &Shared, activity: &Activity) {
+    let timeouts = stream
+        .set_write_timeout(Some(WRITE_TIMEOUT))
+        .and_then(|()| stream.set_read_timeout(Some(shared.limits.idle_timeout)));
+    if timeouts.is_err() {
         return;
     }
     let Ok(read_half) = stream.try_clone() else {
@@ -43,10 +107,12 @@ pub(super) fn serve(stream: UnixStream, shared: &Shared) {
         line.clear();
         match read_line(&mut reader, &mut line) {
             Ok(LineRead::Line) => {
+                activity.set_idle(false);
                 let reply = answer(&line, shared);
                 if send_all(&mut writer, &reply).is_err() {
                     return;
                 }
+                activity.set_idle(true);
             }
             Ok(LineRead::TooLong) => {
                 let msg = format!("request line longer than {MAX_LINE} bytes; closing");
@@ -54,6 +120,7 @@ pub(super) fn serve(stream: UnixStream, shared: &Shared) {
                 let _ = writer.shutdown(std::net::Shutdown::Both);
                 return;
             }
+            // Err includes the idle timeout (EAGAIN from SO_RCVTIMEO).
             Ok(LineRead::Eof) | Err(_) => return,
         }
     }

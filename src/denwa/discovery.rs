@@ -2,7 +2,6 @@
 //! `denwa.json` announcement in the session directory, and liveness checks.
 
 use std::fs;
-use std::io::ErrorKind;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -159,17 +158,26 @@ pub fn write_announcement(dir: &Path, ann: &Announcement) -> Result<PathBuf, Den
     Ok(path)
 }
 
-/// Reads `<dir>/denwa.json`. A missing file means the session is not live.
+/// Reads `<dir>/denwa.json` through the read guard (a FIFO, a device or a
+/// huge file there is refused at once, never waited on). A missing file
+/// means the session is not live.
 pub fn read_announcement(dir: &Path) -> Result<Announcement, DenwaError> {
+    use crate::read::guard::{self, GuardError};
     let path = dir.join(DENWA_JSON);
-    let bytes = match fs::read(&path) {
+    let bytes = match guard::read_capped(&path, guard::DENWA_JSON_CAP) {
         Ok(b) => b,
-        Err(e) if e.kind() == ErrorKind::NotFound => {
+        Err(GuardError::NotFound) => {
             return Err(DenwaError::NotLive {
                 path: dir.to_owned(),
             })
         }
-        Err(e) => return Err(DenwaError::io(&path, e)),
+        Err(GuardError::Io(e)) => return Err(DenwaError::io(&path, e)),
+        Err(e) => {
+            return Err(DenwaError::Protocol {
+                path,
+                detail: e.to_string(),
+            })
+        }
     };
     let ann: Announcement = serde_json::from_slice(&bytes).map_err(|e| DenwaError::Protocol {
         path: path.clone(),
@@ -187,27 +195,14 @@ pub fn read_announcement(dir: &Path) -> Result<Announcement, DenwaError> {
     Ok(ann)
 }
 
-/// Is a process with this pid running? EPERM still means it exists.
-pub fn pid_alive(pid: i64) -> bool {
-    // pid 0 and negatives address process groups: never treat them as a pid.
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    if pid <= 0 {
-        return false;
-    }
-    // SAFETY: signal 0 only checks for existence and permission.
-    if unsafe { libc::kill(pid, 0) } == 0 {
-        return true;
-    }
-    std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
 /// Is there a live DenwaRenji for this session dir? `denwa.json` present,
-/// its pid alive and its socket present. Cheap: no connection is made.
+/// its pid a live process of this user and its socket one the client would
+/// trust. Cheap: no connection is made (the client checks the peer).
 pub fn is_live(session_dir: &Path) -> bool {
     match read_announcement(session_dir) {
-        Ok(ann) => pid_alive(ann.pid) && ann.socket.exists(),
+        Ok(ann) => {
+            super::trust::pid_ours(ann.pid) && super::trust::check_socket_path(&ann.socket).is_ok()
+        }
         Err(_) => false,
     }
 }
@@ -233,13 +228,5 @@ mod tests {
         let p = socket_path_in(Some(Path::new(&deep)), uuid, None);
         let name = p.file_name().unwrap().to_str().unwrap();
         assert!(name.starts_with("0a1b2c3d-") && name.len() == 30, "{name}");
-    }
-
-    #[test]
-    fn pids() {
-        assert!(pid_alive(i64::from(std::process::id())));
-        assert!(!pid_alive(0));
-        assert!(!pid_alive(-1));
-        assert!(!pid_alive(i64::MAX));
     }
 }

@@ -23,6 +23,21 @@ pub enum DenwaError {
     /// The server answered a request with `{"ok":false,"error":…}`.
     #[error("{}: server error: {message}", path.display())]
     Server { path: PathBuf, message: String },
+    /// A socket (or the `denwa.json` naming it) that fails a trust check:
+    /// not absolute, not owned by this user, not in a private directory,
+    /// or a peer running as another user. Nothing was sent to it.
+    #[error("{}: not trusted, nothing sent: {detail}", path.display())]
+    Untrusted { path: PathBuf, detail: String },
+    /// The server did not answer (or take the request) in time.
+    #[error("{}: timed out: the server did not answer within {secs} s", path.display())]
+    Timeout { path: PathBuf, secs: u64 },
+    /// A request longer than the protocol's line limit; it was not sent.
+    #[error("{}: the request is {len} bytes; denwa/1 allows at most {max} bytes (1 MiB) a line, so it was not sent", path.display())]
+    TooLarge {
+        path: PathBuf,
+        len: usize,
+        max: usize,
+    },
     /// A `ServerConfig` that cannot be served (bad agent id, unsafe socket dir…).
     #[error("{}: {detail}", path.display())]
     Config { path: PathBuf, detail: String },

@@ -12,9 +12,11 @@ pub mod protocol;
 pub mod renji;
 mod send;
 mod server;
+mod trust;
 
 pub use accept::MAX_CONNECTIONS;
 pub use client::DenwaClient;
+pub use conn::{ServerLimits, IDLE_TIMEOUT};
 pub use discovery::{
     is_live, read_announcement, safe_name, socket_dir, socket_path_for, socket_path_in,
     Announcement, DENWA_JSON,

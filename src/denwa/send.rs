@@ -10,8 +10,9 @@ use std::process::ExitCode;
 
 use super::client::DenwaClient;
 use super::error::DenwaError;
-use super::protocol::{Status, PROTOCOL};
+use super::protocol::Status;
 use crate::cli::SendArgs;
+use crate::text::sanitize_message;
 
 const REJECTED: u8 = 1;
 const UNREACHABLE: u8 = 2;
@@ -27,18 +28,8 @@ pub fn send_command(args: &SendArgs) -> anyhow::Result<ExitCode> {
         Ok(c) => c,
         Err(e) => return Ok(fail(UNREACHABLE, &e.to_string())),
     };
-    let hello = match client.hello() {
-        Ok(h) if h.protocol == PROTOCOL => h,
-        Ok(h) => {
-            let msg = format!(
-                "{}: server speaks {:?}, not {PROTOCOL:?}",
-                path.display(),
-                h.protocol
-            );
-            return Ok(fail(UNREACHABLE, &msg));
-        }
-        Err(e) => return Ok(fail(UNREACHABLE, &e.to_string())),
-    };
+    // connect() said hello and checked the protocol already.
+    let hello = client.server_hello().clone();
 
     if args.status {
         return Ok(match client.status() {
@@ -117,8 +108,9 @@ fn connect(path: &Path) -> Result<DenwaClient, DenwaError> {
     }
 }
 
+/// Every message may carry a server's words or a path: sanitised.
 fn fail(code: u8, message: &str) -> ExitCode {
-    eprintln!("worldline: {message}");
+    eprintln!("worldline: {}", sanitize_message(message));
     ExitCode::from(code)
 }
 
@@ -139,9 +131,15 @@ fn read_stdin_message() -> std::io::Result<String> {
     Ok(text)
 }
 
-/// Human text for `--status`.
+/// Human text for `--status`. Every string the server sent is sanitised:
+/// a hostile server must not write escape sequences to the terminal.
 pub fn status_text(session: &str, agent: &str, server: &str, st: &Status) -> String {
-    let mut out = format!("session {session} (agent {agent}), served by {server}\n");
+    let mut out = format!(
+        "session {} (agent {}), served by {}\n",
+        sanitize_message(session),
+        sanitize_message(agent),
+        sanitize_message(server)
+    );
     out.push_str(&format!("n_checkpoints: {}", st.n_checkpoints));
     if st.n_checkpoints > 0 {
         out.push_str(&format!(
@@ -159,7 +157,7 @@ pub fn status_text(session: &str, agent: &str, server: &str, st: &Status) -> Str
             ));
             for line in d.message.lines() {
                 out.push_str("  ");
-                out.push_str(line);
+                out.push_str(&sanitize_message(line));
                 out.push('\n');
             }
         }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::conn::Shared;
+use super::conn::{ServerLimits, Shared};
 use super::discovery::{self, Announcement, MAX_SOCKET_PATH};
 use super::error::DenwaError;
 use super::protocol::{Hello, PROTOCOL};
@@ -72,6 +72,8 @@ struct Running {
     lock: super::lock::LockFile,
     wake: UnixStream,
     accept: JoinHandle<()>,
+    /// The private directory used when the usual one was unusable.
+    fallback: Option<tempfile::TempDir>,
 }
 
 impl DenwaServer {
@@ -83,6 +85,22 @@ impl DenwaServer {
         cfg: ServerConfig,
         renji: Arc<Mutex<DenwaRenji>>,
     ) -> Result<DenwaServer, DenwaError> {
+        Self::start_with_limits(cfg, renji, ServerLimits::default())
+    }
+
+    /// [`DenwaServer::start`] with other bounds on idle and simultaneous
+    /// connections.
+    ///
+    /// When the socket directory cannot be used (another user pre-created
+    /// `/tmp/worldline-<uid>`, or it is a symlink or a file), the socket goes
+    /// to a fresh private directory `worldline-<uid>-XXXXXX` next to it
+    /// (in the runtime dir, else `$TMPDIR`), removed on shutdown; clients
+    /// find it through `denwa.json` as always.
+    pub fn start_with_limits(
+        cfg: ServerConfig,
+        renji: Arc<Mutex<DenwaRenji>>,
+        limits: ServerLimits,
+    ) -> Result<DenwaServer, DenwaError> {
         check_agent_id(&cfg)?;
         let runtime_dir = cfg.runtime_dir.clone().or_else(discovery::env_runtime_dir);
         let socket = discovery::socket_path_in(
@@ -90,15 +108,35 @@ impl DenwaServer {
             &cfg.session_id,
             cfg.agent.as_deref(),
         );
-        let socket = std::path::absolute(&socket).map_err(|e| DenwaError::io(&socket, e))?;
+        let mut socket = std::path::absolute(&socket).map_err(|e| DenwaError::io(&socket, e))?;
+        let dir = socket.parent().unwrap_or(Path::new("/")).to_owned();
+        let mut fallback = None;
+        if let Err(refused) = discovery::ensure_socket_dir(&dir) {
+            let base = runtime_dir.unwrap_or_else(std::env::temp_dir);
+            let private = fallback_dir(&base).map_err(|e| DenwaError::Config {
+                path: dir.clone(),
+                detail: format!(
+                    "{refused}; and no private fallback directory in {}: {e}",
+                    base.display()
+                ),
+            })?;
+            socket = private.path().join(socket.file_name().unwrap_or_default());
+            // Without the shared directory's lock file, a second server is
+            // only seen through the announcement.
+            let announce_dir = discovery::announce_dir(&cfg.session_dir, cfg.agent.as_deref());
+            if let Ok(c) = super::client::DenwaClient::connect_session(&announce_dir) {
+                return Err(DenwaError::AlreadyRunning {
+                    socket: c.socket_path().to_owned(),
+                });
+            }
+            fallback = Some(private);
+        }
         if socket.as_os_str().len() > MAX_SOCKET_PATH {
             return Err(DenwaError::Config {
                 path: socket,
                 detail: format!("socket path is longer than {MAX_SOCKET_PATH} bytes"),
             });
         }
-        let dir = socket.parent().unwrap_or(Path::new("/")).to_owned();
-        discovery::ensure_socket_dir(&dir)?;
 
         let lock_path = socket.with_extension("sock.lock");
         let Some(lock) = super::lock::LockFile::try_acquire(&lock_path)? else {
@@ -135,6 +173,7 @@ impl DenwaServer {
                 agent,
                 server: cfg.server_name.clone(),
             },
+            limits,
         });
         let (wake, wake_rx) = match UnixStream::pair() {
             Ok(p) => p,
@@ -160,7 +199,12 @@ impl DenwaServer {
             announce,
             announcement,
             renji,
-            running: Some(Running { lock, wake, accept }),
+            running: Some(Running {
+                lock,
+                wake,
+                accept,
+                fallback,
+            }),
         })
     }
 
@@ -200,6 +244,7 @@ impl DenwaServer {
         }
         let _ = fs::remove_file(&self.socket);
         drop(running.lock);
+        drop(running.fallback);
     }
 }
 
@@ -207,6 +252,16 @@ impl Drop for DenwaServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A new directory only this user can enter (mode 0700, as `mkdtemp`).
+fn fallback_dir(base: &Path) -> std::io::Result<tempfile::TempDir> {
+    let uid = super::trust::my_uid();
+    let d = tempfile::Builder::new()
+        .prefix(&format!("worldline-{uid}-"))
+        .tempdir_in(base)?;
+    fs::set_permissions(d.path(), fs::Permissions::from_mode(0o700))?;
+    Ok(d)
 }
 
 /// The agent id becomes a path component of `subagents/<agent_id>/`.

@@ -4,6 +4,7 @@
 mod diagram;
 pub mod json;
 mod plain;
+pub mod story;
 
 pub use diagram::{dot, mermaid};
 pub use plain::{fork_label, text_tree};

@@ -200,18 +200,7 @@ pub fn fork_label(f: &Family, i: usize) -> String {
         ),
         ForkKind::Compaction => "compaction".to_string(),
         ForkKind::Clear => "/clear".to_string(),
-        ForkKind::Undo => {
-            let turns = match fk.turns {
-                Some(n) => format!(" of {n} turn{}", plural(n as usize)),
-                None => String::new(),
-            };
-            let at = fk
-                .line
-                .map(|n| format!(" after line {n}"))
-                .unwrap_or_default();
-            let how = if fk.inferred { " (inferred)" } else { "" };
-            format!("undo{turns}{at}{how}")
-        }
+        ForkKind::Undo => fk.undo_summary(),
         ForkKind::Unknown if l.branch.is_some() => "branch".to_string(),
         ForkKind::Unknown => "unknown rotation".to_string(),
     };

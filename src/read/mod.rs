@@ -2,6 +2,7 @@
 //! index. Memory follows the number of records, not bytes: bodies stay on
 //! disk and load on demand.
 
+pub mod guard;
 mod hash;
 pub mod head;
 pub mod lenient;
@@ -30,7 +31,13 @@ pub struct FileIndex {
     pub warnings: Vec<Warning>,
     /// Bytes consumed: every complete line (and the last one at EOF).
     pub bytes: u64,
+    /// Warnings past [`MAX_WARNINGS`] are only counted, so a file of
+    /// millions of malformed lines costs a counter, not a warning each.
+    pub dropped_warnings: u64,
 }
+
+/// Warnings kept per file; the rest are counted in `dropped_warnings`.
+pub const MAX_WARNINGS: usize = 100;
 
 impl FileIndex {
     pub fn checkpoints(&self) -> usize {
@@ -38,6 +45,29 @@ impl FileIndex {
             .iter()
             .filter(|r| r.checkpoint.is_some())
             .count()
+    }
+
+    /// The warnings to show: the kept ones, then one saying how many more
+    /// there were.
+    pub fn reported_warnings(&self) -> impl Iterator<Item = Warning> + '_ {
+        let summary = (self.dropped_warnings > 0).then(|| Warning {
+            file: self.name.clone(),
+            line: self.warnings.last().map_or(0, |w| w.line),
+            message: format!(
+                "{} more warning{} in this file not listed (only the first {MAX_WARNINGS} are kept)",
+                self.dropped_warnings,
+                if self.dropped_warnings == 1 { "" } else { "s" }
+            ),
+        });
+        self.warnings.iter().cloned().chain(summary)
+    }
+
+    fn add_warning(&mut self, w: Warning) {
+        if self.warnings.len() < MAX_WARNINGS {
+            self.warnings.push(w);
+        } else {
+            self.dropped_warnings += 1;
+        }
     }
 }
 
@@ -176,12 +206,11 @@ impl Indexer {
                     .saturating_add(u32::try_from(lines_before).unwrap_or(u32::MAX));
                 r
             }));
-        self.index
-            .warnings
-            .extend(index.warnings.into_iter().map(|mut w| {
-                w.line += lines_before;
-                w
-            }));
+        for mut w in index.warnings {
+            w.line += lines_before;
+            self.index.add_warning(w);
+        }
+        self.index.dropped_warnings += index.dropped_warnings;
         self.index.bytes = start + index.bytes;
         self.line_no += line_no;
         self.pending = pending;
@@ -246,11 +275,17 @@ impl Indexer {
     }
 
     fn warn(&mut self, message: String) {
-        self.index.warnings.push(Warning {
+        if self.index.warnings.len() >= MAX_WARNINGS {
+            // Not even the message is built: 3 M bad lines stay cheap.
+            self.index.dropped_warnings += 1;
+            return;
+        }
+        let w = Warning {
             file: self.index.name.clone(),
             line: self.line_no,
             message,
-        });
+        };
+        self.index.add_warning(w);
     }
 
     /// Adds the record (or the warning) for the current line.
@@ -290,8 +325,13 @@ const PARALLEL_MIN: u64 = 32 << 20;
 /// Indexes a whole file (as long as it is when opened). `name` is how
 /// warnings and exports call it.
 pub fn index_file(path: &Path, name: &str) -> Result<FileIndex> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
-    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let guard::Guarded { file, len } = guard::open_regular(path).map_err(|e| match e {
+        guard::GuardError::NotFound => Error::NotFound {
+            path: path.to_owned(),
+        },
+        guard::GuardError::Io(e) => Error::io(path, e),
+        other => Error::Other(format!("{}: {other}", path.display())),
+    })?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
     if len < PARALLEL_MIN || threads < 2 {
         let mut ix = index_range(&file, path, name, 0, len)?;

@@ -42,9 +42,10 @@ pub trait Sink {
 impl Sink for Indexer {
     /// Counts warnings too: a malformed line is news to show.
     fn push(&mut self, chunk: &[u8]) -> usize {
-        let warnings = self.index().warnings.len();
+        let seen = |ix: &FileIndex| ix.warnings.len() as u64 + ix.dropped_warnings;
+        let warnings = seen(self.index());
         let records = Indexer::push(self, chunk);
-        records + self.index().warnings.len() - warnings
+        records + usize::try_from(seen(self.index()) - warnings).unwrap_or(usize::MAX)
     }
 
     fn reset(&mut self) {
@@ -121,10 +122,13 @@ impl<S: Sink> Follow<S> {
         }
         // The identity that counts is the one of the handle we read from,
         // so a rename between the stat and the open cannot mix two files.
-        let mut file = match File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(TailChange::Missing),
-            Err(e) => return Err(Error::io(&self.path, e)),
+        // Through the guard: a FIFO or device under a followed name must not
+        // block the open or feed bytes without end.
+        let mut file = match super::guard::open_regular(&self.path) {
+            Ok(g) => g.file,
+            Err(super::guard::GuardError::NotFound) => return Ok(TailChange::Missing),
+            Err(super::guard::GuardError::Io(e)) => return Err(Error::io(&self.path, e)),
+            Err(e) => return Err(Error::Other(format!("{}: {e}", self.path.display()))),
         };
         let meta = file.metadata().map_err(|e| Error::io(&self.path, e))?;
         let id = (meta.dev(), meta.ino());

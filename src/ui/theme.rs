@@ -17,18 +17,7 @@ const PALETTE: [Color; 6] = [
     Color::LightRed,
 ];
 
-pub const GREEK: [&str; 24] = [
-    "α", "β", "γ", "δ", "ε", "ζ", "η", "θ", "ι", "κ", "λ", "μ", "ν", "ξ", "ο", "π", "ρ", "σ", "τ",
-    "υ", "φ", "χ", "ψ", "ω",
-];
-
-/// The show's naming: α, β, γ … oldest first; then `wl25`, `wl26` ….
-pub fn line_name(i: usize) -> String {
-    GREEK
-        .get(i)
-        .map(|s| s.to_string())
-        .unwrap_or_else(|| format!("wl{}", i + 1))
-}
+pub use crate::worldline::names::{line_name, GREEK};
 
 impl Theme {
     pub fn from_env() -> Theme {
@@ -46,7 +35,7 @@ impl Theme {
 
     /// The colour of world line `i`.
     pub fn line(&self, i: usize) -> Style {
-        self.fg(PALETTE[i % PALETTE.len()])
+        self.fg(PALETTE[crate::worldline::names::colour_slot(i, PALETTE.len())])
     }
 
     pub fn dim(&self) -> Style {

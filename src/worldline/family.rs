@@ -55,6 +55,23 @@ pub struct Fork {
     pub inferred: bool,
 }
 
+impl Fork {
+    /// `undo of 2 turns after line 54 (inferred)`: an undo fork in words.
+    pub fn undo_summary(&self) -> String {
+        let turns = match self.turns {
+            Some(1) => " of 1 turn".to_string(),
+            Some(n) => format!(" of {n} turns"),
+            None => String::new(),
+        };
+        let at = self
+            .line
+            .map(|n| format!(" after line {n}"))
+            .unwrap_or_default();
+        let how = if self.inferred { " (inferred)" } else { "" };
+        format!("undo{turns}{at}{how}")
+    }
+}
+
 /// The tool call that sent a D-Mail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sender {

@@ -6,6 +6,8 @@
 pub mod code;
 pub mod family;
 pub mod graph;
+pub mod map;
+pub mod names;
 pub mod wire;
 
 use std::path::{Path, PathBuf};

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::family::Family;
 use super::graph::{Graph, NodeKind};
-use crate::read::lenient;
+use crate::read::{guard, lenient};
 
 /// One agent step: `StepBegin n` until the next step or the turn's end.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,20 +45,88 @@ pub struct WireLog {
 impl WireLog {
     /// Reads a wire file as a stream: wire files grow to hundreds of MB
     /// (every content part is an event) and only a few event types matter.
+    /// `None` when it is missing or cannot be read (see [`WireLog::read_checked`]).
     pub fn read(path: &Path) -> Option<WireLog> {
-        use std::io::BufRead;
-        let file = std::fs::File::open(path).ok()?;
-        let mut reader = std::io::BufReader::with_capacity(1 << 20, file);
+        Self::read_checked(path).ok().flatten()
+    }
+
+    /// [`WireLog::read`], saying why a wire file that exists was not read:
+    /// `Err` holds the reason for a warning (a FIFO, a device, a directory).
+    /// The file is read as long as it was when opened, and a line is never
+    /// held whole past [`MAX_WIRE_LINE`] bytes.
+    pub fn read_checked(path: &Path) -> Result<Option<WireLog>, String> {
+        use std::io::{BufRead, Read};
+        let g = match guard::open_regular(path) {
+            Ok(g) => g,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
+        let mut reader = std::io::BufReader::with_capacity(1 << 20, g.file.take(g.len));
         let mut log = WireLog::default();
         let mut line = Vec::new();
+        let mut cut = false;
         loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => log.push_line(line.strip_suffix(b"\n").unwrap_or(&line)),
+            let buf = match reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("read failed after {} turns: {e}", log.turns.len())),
+            };
+            if buf.is_empty() {
+                break;
+            }
+            let (piece, end) = match memchr::memchr(b'\n', buf) {
+                Some(nl) => (&buf[..nl], Some(nl + 1)),
+                None => (buf, None),
+            };
+            let room = MAX_WIRE_LINE.saturating_sub(line.len());
+            cut |= piece.len() > room;
+            line.extend_from_slice(&piece[..piece.len().min(room)]);
+            let used = end.unwrap_or(buf.len());
+            reader.consume(used);
+            if end.is_some() {
+                log.push_kept(&line, cut);
+                line.clear();
+                cut = false;
             }
         }
-        Some(log)
+        if !line.is_empty() {
+            log.push_kept(&line, cut);
+        }
+        Ok(Some(log))
+    }
+
+    fn push_kept(&mut self, line: &[u8], cut: bool) {
+        if cut {
+            self.push_long_line(line);
+        } else {
+            self.push_line(line);
+        }
+    }
+
+    /// A line cut at [`MAX_WIRE_LINE`]: what its start says is used (the
+    /// event type, time, ids and step number kimi-cli writes first), the
+    /// rest (a huge user input or tool output) is not needed for timing.
+    fn push_long_line(&mut self, head: &[u8]) {
+        let kind = event_type(head).and_then(|k| std::str::from_utf8(k).ok());
+        let Some(kind @ ("ToolCall" | "ToolResult" | "TurnBegin" | "TurnEnd" | "StepBegin")) = kind
+        else {
+            return;
+        };
+        let Some(ts) = quick_number(head, br#""timestamp""#) else {
+            return;
+        };
+        let mut payload = serde_json::Map::new();
+        for key in ["id", "tool_call_id", "user_input"] {
+            let quoted = format!("\"{key}\"");
+            if let Some(v) = quick_string(head, quoted.as_bytes()) {
+                payload.insert(key.into(), Value::from(v));
+            }
+        }
+        if let Some(n) = quick_number(head, br#""n""#) {
+            payload.insert("n".into(), Value::from(n as i64));
+        }
+        let v = serde_json::json!({"timestamp": ts, "message": {"type": kind, "payload": payload}});
+        self.add(&v);
     }
 
     pub fn parse(bytes: &[u8]) -> WireLog {
@@ -174,6 +242,9 @@ impl WireLog {
         out
     }
 }
+
+/// Longest wire line held in memory; the rest of a longer one is skipped.
+pub const MAX_WIRE_LINE: usize = 4 << 20;
 
 /// How far into a line the event type and the ids kimi-cli writes first are
 /// looked for; past that the line is parsed in full.

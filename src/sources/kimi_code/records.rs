@@ -87,6 +87,7 @@ pub fn branch_index(wire: &WireIndex, tree: &WireTree, b: usize) -> (FileIndex, 
         path: wire.path.clone(),
         records,
         warnings: Vec::new(),
+        dropped_warnings: 0,
         bytes: wire.bytes,
     };
     (index, times)

@@ -1,0 +1,166 @@
+//! The one way worldline opens a file it did not write: without blocking,
+//! regular files only, at most a size cap. A FIFO, a device (`/dev/zero`,
+//! `/dev/urandom`), a directory or a socket under a session file's name is
+//! refused at once with a reason, instead of hanging `open()` or `read()` or
+//! growing without end.
+
+use std::fs::File;
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// Caps for the small metadata files (bytes). Real ones are a few KB.
+pub const STATE_JSON_CAP: u64 = 4 << 20;
+pub const META_JSON_CAP: u64 = 1 << 20;
+pub const DENWA_JSON_CAP: u64 = 64 << 10;
+pub const KIMI_JSON_CAP: u64 = 16 << 20;
+
+/// Why a file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum GuardError {
+    #[error("no such file")]
+    NotFound,
+    #[error("is a {0}, not a regular file; not read")]
+    NotRegular(&'static str),
+    #[error("is {len} bytes, over the {cap}-byte limit for this file; not read")]
+    TooBig { len: u64, cap: u64 },
+    #[error("{0}")]
+    Io(std::io::Error),
+}
+
+impl GuardError {
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, GuardError::NotFound)
+    }
+}
+
+/// A regular file opened for reading, and its length when opened. Reads
+/// should stop at `len`: a file that grows while read is read as it was.
+pub struct Guarded {
+    pub file: File,
+    pub len: u64,
+}
+
+/// Opens `path` with `O_NONBLOCK` (so a FIFO without a writer cannot block
+/// the `open`), checks with `fstat` on the opened descriptor (no race with a
+/// rename) that it is a regular file, then turns blocking back on.
+pub fn open_regular(path: &Path) -> Result<Guarded, GuardError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            ErrorKind::NotFound => GuardError::NotFound,
+            _ => GuardError::Io(e),
+        })?;
+    let meta = file.metadata().map_err(GuardError::Io)?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_dir() {
+            "directory"
+        } else if ft.is_fifo() {
+            "FIFO"
+        } else if ft.is_char_device() {
+            "character device"
+        } else if ft.is_block_device() {
+            "block device"
+        } else if ft.is_socket() {
+            "socket"
+        } else {
+            "special file"
+        };
+        return Err(GuardError::NotRegular(kind));
+    }
+    clear_nonblock(&file).map_err(GuardError::Io)?;
+    Ok(Guarded {
+        file,
+        len: meta.len(),
+    })
+}
+
+fn clear_nonblock(file: &File) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own; F_GETFL/F_SETFL take no pointers.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reads a whole small file through [`open_regular`], refusing one over
+/// `cap` bytes (checked on the length and again while reading, so a file
+/// that grows meanwhile cannot get past it).
+pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, GuardError> {
+    let g = open_regular(path)?;
+    if g.len > cap {
+        return Err(GuardError::TooBig { len: g.len, cap });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(g.len).unwrap_or(0));
+    g.file
+        .take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(GuardError::Io)?;
+    if bytes.len() as u64 > cap {
+        return Err(GuardError::TooBig {
+            len: bytes.len() as u64,
+            cap,
+        });
+    }
+    Ok(bytes)
+}
+
+/// [`read_capped`] parsed as JSON: `Ok(None)` when the file does not exist,
+/// `Err(reason)` (for a warning) when it is special, too big or not JSON.
+pub fn read_json(path: &Path, cap: u64) -> Result<Option<serde_json::Value>, String> {
+    match read_capped(path, cap) {
+        Ok(bytes) => super::lenient::parse_value(&bytes)
+            .map(Some)
+            .map_err(|e| format!("not valid JSON ({e}); ignored")),
+        Err(GuardError::NotFound) => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn special_files_are_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("state.json");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let t = Instant::now();
+        for p in [
+            fifo.as_path(),
+            Path::new("/dev/zero"),
+            Path::new("/dev/urandom"),
+            dir.path(),
+        ] {
+            assert!(
+                matches!(read_capped(p, 1 << 20), Err(GuardError::NotRegular(_))),
+                "{p:?}"
+            );
+        }
+        assert!(t.elapsed() < Duration::from_secs(1));
+        assert!(read_capped(&dir.path().join("none"), 10)
+            .unwrap_err()
+            .is_not_found());
+        let big = dir.path().join("big");
+        std::fs::write(&big, [b'x'; 11]).unwrap();
+        assert!(matches!(
+            read_capped(&big, 10),
+            Err(GuardError::TooBig { len: 11, cap: 10 })
+        ));
+        assert_eq!(read_capped(&big, 11).unwrap().len(), 11);
+    }
+}

@@ -1,0 +1,635 @@
+//! The world-line map in logical coordinates (pure, no terminal): one track
+//! per world line, oldest first, with its name, colour slot, state, a
+//! one-line reason, its checkpoints as ticks, where it forks, D-Mail arcs
+//! from the sending call back to the checkpoint they target (refused ones
+//! too), compaction and `/clear` marks, and subagents under the call that
+//! ran them. The TUI draws it in a strip; `tree --format svg` draws the same
+//! model.
+//!
+//! The x axis is *written order*: every record once, in the order it was
+//! written (world line 0's records, then each later line's own records after
+//! its shared prefix). A line's own records are one contiguous run of x; its
+//! fork sits at the x of the last record it shares, on the track of the line
+//! that wrote that record. Renderers scale x to their width.
+
+use std::ops::Range;
+
+use super::family::{Family, ForkKind};
+use super::graph::RecordRef;
+use super::names::line_name;
+use super::Session;
+use crate::model::Role;
+use crate::text::sanitize_line;
+
+/// Written order of one agent's records: `x` ↔ (world line, record).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Order {
+    /// First x of each world line's own records.
+    starts: Vec<usize>,
+    /// Records each world line shares with its parent.
+    shared: Vec<usize>,
+    pub total: usize,
+}
+
+impl Order {
+    pub fn of(family: &Family) -> Order {
+        let mut starts = Vec::with_capacity(family.lines.len());
+        let mut shared = Vec::with_capacity(family.lines.len());
+        let mut total = 0;
+        for (line, file) in family.lines.iter().zip(&family.files) {
+            starts.push(total);
+            shared.push(line.shared);
+            total += file.records.len().saturating_sub(line.shared);
+        }
+        Order {
+            starts,
+            shared,
+            total,
+        }
+    }
+
+    /// World line owning `x`.
+    pub fn line_of(&self, x: usize) -> Option<usize> {
+        if x >= self.total {
+            return None;
+        }
+        // The last line starting at or before `x` is the non-empty one.
+        self.starts.partition_point(|&s| s <= x).checked_sub(1)
+    }
+
+    /// `(world line, record in its file)` at `x`.
+    pub fn record_of(&self, x: usize) -> Option<(usize, usize)> {
+        let line = self.line_of(x)?;
+        Some((line, x - self.starts[line] + self.shared[line]))
+    }
+
+    /// x of a record given by its owner (the world line that wrote it).
+    pub fn x_of(&self, line: usize, record: usize) -> Option<usize> {
+        let shared = *self.shared.get(line)?;
+        let x = self.starts[line] + record.checked_sub(shared)?;
+        (x < self.total && self.line_of(x) == Some(line)).then_some(x)
+    }
+
+    /// The x run of world line `line`'s own records.
+    pub fn own(&self, line: usize) -> Range<usize> {
+        let start = self.starts.get(line).copied().unwrap_or(self.total);
+        let end = self.starts.get(line + 1).copied().unwrap_or(self.total);
+        start..end.max(start)
+    }
+
+    pub fn lines(&self) -> usize {
+        self.starts.len()
+    }
+}
+
+/// What became of a world line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrackState {
+    /// The newest: what the model sees now.
+    Current,
+    /// Left by a D-Mail (or for an unknown reason).
+    Abandoned,
+    /// Replaced by its compacted summary.
+    Compacted,
+    /// Left by `/clear`.
+    Cleared,
+}
+
+impl TrackState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrackState::Current => "current",
+            TrackState::Abandoned => "abandoned",
+            TrackState::Compacted => "compacted",
+            TrackState::Cleared => "cleared",
+        }
+    }
+}
+
+/// A checkpoint a world line wrote itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tick {
+    pub x: usize,
+    pub checkpoint: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Track {
+    /// The world line's index, oldest first.
+    pub line: usize,
+    /// α, β, γ …
+    pub name: String,
+    /// Colour slot: the line's index (renderers take it modulo their
+    /// palette), so a line keeps its colour whatever appears later.
+    pub colour: usize,
+    pub file: String,
+    pub state: TrackState,
+    /// Why the line exists, one line, already sanitised.
+    pub reason: String,
+    /// How the line left its parent; `None` for the first.
+    pub kind: Option<ForkKind>,
+    /// The line that wrote the last shared record.
+    pub origin: Option<usize>,
+    /// x of the last shared record (on `origin`'s track).
+    pub fork_x: Option<usize>,
+    /// For a D-Mail: the checkpoint it went back to.
+    pub back_to: Option<i64>,
+    /// The line's own records.
+    pub own: Range<usize>,
+    pub ticks: Vec<Tick>,
+    /// Checkpoints on the whole line (shared ones included).
+    pub steps: usize,
+    /// The newest `_usage` token count on the line.
+    pub tokens: Option<u64>,
+    /// Per mille of the line's records that are its own.
+    pub new_permille: u16,
+}
+
+/// What a SendDMail call came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It made this world line.
+    Landed(usize),
+    /// DenwaRenji refused it.
+    Refused(String),
+    /// Accepted (or not answered yet) and no new line so far.
+    Pending,
+}
+
+/// A D-Mail drawn from the sending call back to the checkpoint it targets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DMailArc {
+    /// The world line that wrote the call, and the call's x.
+    pub from_line: usize,
+    pub from_x: usize,
+    /// The last checkpoint before the call on its line.
+    pub from_checkpoint: Option<i64>,
+    pub checkpoint: i64,
+    /// x of that checkpoint on the sender's line, when it is there.
+    pub to_x: Option<usize>,
+    pub outcome: Outcome,
+    /// The message, sanitised, one line.
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkKind {
+    Compaction,
+    Clear,
+}
+
+/// A compaction or `/clear`: where the line that followed it starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    pub line: usize,
+    pub x: usize,
+    pub kind: MarkKind,
+}
+
+/// A subagent, drawn as a short track under the Agent call that ran it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubTrack {
+    pub agent: usize,
+    pub label: String,
+    /// The main agent's world line holding the call, and the call's x.
+    pub host_line: usize,
+    pub x: usize,
+    pub world_lines: usize,
+    pub steps: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Map {
+    pub tracks: Vec<Track>,
+    pub arcs: Vec<DMailArc>,
+    pub marks: Vec<Mark>,
+    pub subagents: Vec<SubTrack>,
+    /// One past the largest x.
+    pub width: usize,
+}
+
+/// Longest message text kept in a reason or an arc.
+const MESSAGE_COLS: usize = 120;
+
+impl Map {
+    /// The main agent's map, with its subagents under their calls.
+    pub fn of_session(s: &Session) -> Map {
+        let Some(main) = s.agents.first() else {
+            return Map::default();
+        };
+        let order = Order::of(&main.family);
+        let mut map = Map::of_family(s, &main.family, &order);
+        for (k, a) in s.agents.iter().enumerate().skip(1) {
+            let Some(call) = a.parent_call else { continue };
+            let Some(x) = order.x_of(call.line, call.record) else {
+                continue;
+            };
+            let meta = a.meta.clone().unwrap_or_default();
+            let label = match &meta.subagent_type {
+                Some(t) => format!("{} ({})", meta.agent_id, t),
+                None => meta.agent_id.clone(),
+            };
+            map.subagents.push(SubTrack {
+                agent: k,
+                label: sanitize_line(&label, 40),
+                host_line: call.line,
+                x,
+                world_lines: a.family.lines.len(),
+                steps: a.family.files.last().map_or(0, |f| f.checkpoints()),
+            });
+        }
+        map
+    }
+
+    /// One agent's map (no subagents).
+    pub fn of_family(s: &Session, family: &Family, order: &Order) -> Map {
+        let owner_x = |n: petgraph::graph::NodeIndex| {
+            let o = s.graph.node_weight(n)?.owner;
+            order.x_of(o.line, o.record)
+        };
+        let mut tracks: Vec<Track> = Vec::with_capacity(family.lines.len());
+        for (i, (line, file)) in family.lines.iter().zip(&family.files).enumerate() {
+            let own = order.own(i);
+            let ticks = file
+                .records
+                .iter()
+                .enumerate()
+                .skip(line.shared)
+                .filter_map(|(r, rec)| {
+                    Some(Tick {
+                        x: order.x_of(i, r)?,
+                        checkpoint: rec.checkpoint?,
+                    })
+                })
+                .collect();
+            let fork_x = line
+                .shared
+                .checked_sub(1)
+                .and_then(|last| line.nodes.get(last))
+                .and_then(|&n| owner_x(n));
+            let total = file.records.len().max(1);
+            tracks.push(Track {
+                line: i,
+                name: line_name(i),
+                colour: i,
+                file: sanitize_line(&line.file, 80),
+                state: TrackState::Current,
+                reason: String::new(),
+                kind: line.fork.as_ref().map(|f| f.kind),
+                origin: line.fork.as_ref().and_then(|f| f.origin),
+                fork_x,
+                back_to: line
+                    .fork
+                    .as_ref()
+                    .filter(|f| f.kind == ForkKind::Dmail)
+                    .and_then(|f| f.checkpoint),
+                steps: file.checkpoints(),
+                tokens: file.records.iter().rev().find_map(|r| r.tokens),
+                new_permille: ((own.len() * 1000 / total).min(1000)) as u16,
+                own,
+                ticks,
+            });
+        }
+        // A line's state is what its successor says happened to it.
+        for (i, t) in tracks.iter_mut().enumerate() {
+            let next = family
+                .lines
+                .iter()
+                .find(|l| l.parent == Some(i))
+                .and_then(|l| l.fork.as_ref());
+            t.state = match next.map(|f| f.kind) {
+                None if family.lines[i].current => TrackState::Current,
+                Some(ForkKind::Compaction) => TrackState::Compacted,
+                Some(ForkKind::Clear) => TrackState::Cleared,
+                _ => TrackState::Abandoned,
+            };
+        }
+        let arcs = arcs(family, order);
+        for (i, t) in tracks.iter_mut().enumerate() {
+            t.reason = reason(family, i, &arcs);
+        }
+        let marks = tracks
+            .iter()
+            .filter_map(|t| {
+                let kind = match t.kind? {
+                    ForkKind::Compaction => MarkKind::Compaction,
+                    ForkKind::Clear => MarkKind::Clear,
+                    _ => return None,
+                };
+                Some(Mark {
+                    line: t.line,
+                    x: t.fork_x.unwrap_or(t.own.start),
+                    kind,
+                })
+            })
+            .collect();
+        Map {
+            tracks,
+            arcs,
+            marks,
+            subagents: Vec::new(),
+            width: order.total,
+        }
+    }
+
+    /// The track that draws `x` (owns it), if any.
+    pub fn track_at(&self, x: usize) -> Option<&Track> {
+        self.tracks.iter().find(|t| t.own.contains(&x))
+    }
+
+    /// The arc that made world line `line`.
+    pub fn arc_into(&self, line: usize) -> Option<&DMailArc> {
+        self.arcs
+            .iter()
+            .find(|a| a.outcome == Outcome::Landed(line))
+    }
+
+    /// A plain caption for a line: "γ: back to ⚑3 from β · 91% new".
+    pub fn caption(&self, line: usize) -> String {
+        let Some(t) = self.tracks.get(line) else {
+            return String::new();
+        };
+        let from = t.origin.map(line_name).unwrap_or_else(|| "?".into());
+        let pct = format!("{}% new", t.new_permille / 10);
+        match t.kind {
+            None => format!("{}: the first world line", t.name),
+            Some(ForkKind::Dmail) => {
+                let sender = self
+                    .arc_into(line)
+                    .map(|a| line_name(a.from_line))
+                    .unwrap_or_else(|| "outside".into());
+                match t.back_to {
+                    Some(cp) => format!("{}: back to ⚑{cp} from {sender} · {pct}", t.name),
+                    None => format!("{}: D-Mail from {sender} · {pct}", t.name),
+                }
+            }
+            Some(ForkKind::Compaction) => format!("{}: {from} compacted · {pct}", t.name),
+            Some(ForkKind::Clear) => format!("{}: fresh start after /clear on {from}", t.name),
+            Some(ForkKind::Undo) => format!("{}: {from} undone · {pct}", t.name),
+            Some(ForkKind::Unknown) => format!("{}: left {from}, reason unknown · {pct}", t.name),
+        }
+    }
+}
+
+/// Every SendDMail call of the family as an arc.
+fn arcs(family: &Family, order: &Order) -> Vec<DMailArc> {
+    let mut out = Vec::with_capacity(family.attempts.len());
+    for a in &family.attempts {
+        let RecordRef { line, record, .. } = a.call;
+        let Some(from_x) = order.x_of(line, record) else {
+            continue;
+        };
+        let Some(file) = family.files.get(line) else {
+            continue;
+        };
+        let before = &file.records[..record.min(file.records.len())];
+        let from_checkpoint = before.iter().rev().find_map(|r| r.checkpoint);
+        // The target on the sender's own path: its last checkpoint with that id.
+        let to_x = before
+            .iter()
+            .rposition(|r| r.role == Role::Checkpoint && r.checkpoint == Some(a.checkpoint_id))
+            .and_then(|r| {
+                let n = *family.lines.get(line)?.nodes.get(r)?;
+                Some(n)
+            })
+            .and_then(|n| owner_of(family, order, line, n));
+        let outcome = match (a.caused, a.accepted) {
+            (Some(k), _) => Outcome::Landed(k),
+            (None, Some(false)) => Outcome::Refused(sanitize_line(
+                a.error.as_deref().unwrap_or("refused"),
+                MESSAGE_COLS,
+            )),
+            (None, _) => Outcome::Pending,
+        };
+        out.push(DMailArc {
+            from_line: line,
+            from_x,
+            from_checkpoint,
+            checkpoint: a.checkpoint_id,
+            to_x,
+            outcome,
+            message: sanitize_line(&a.message, MESSAGE_COLS),
+        });
+    }
+    out
+}
+
+/// x of node `n` of world line `line`: shared records belong to the line
+/// that wrote them, found by walking back along the parents.
+fn owner_of(
+    family: &Family,
+    order: &Order,
+    line: usize,
+    n: petgraph::graph::NodeIndex,
+) -> Option<usize> {
+    let mut cur = Some(line);
+    // Parents point to older lines; the bound guards odd data.
+    for _ in 0..=family.lines.len() {
+        let l = &family.lines[cur?];
+        let pos = l.nodes.iter().position(|&m| m == n)?;
+        if pos >= l.shared || l.parent.is_none() {
+            return order.x_of(l.index, pos);
+        }
+        cur = l.parent;
+    }
+    None
+}
+
+/// The one-line reason a world line exists.
+fn reason(family: &Family, i: usize, arcs: &[DMailArc]) -> String {
+    let line = &family.lines[i];
+    let Some(fork) = &line.fork else {
+        return "the first world line".into();
+    };
+    let from = fork.origin.or(line.parent).map(line_name);
+    let from = from.as_deref().unwrap_or("?");
+    match fork.kind {
+        ForkKind::Dmail => {
+            let arc = arcs.iter().find(|a| a.outcome == Outcome::Landed(i));
+            let at = |cp: Option<i64>| cp.map(|c| format!(" at ⚑{c}")).unwrap_or_default();
+            let who = match arc {
+                Some(a) => format!("{}{}", line_name(a.from_line), at(a.from_checkpoint)),
+                None => "outside".into(),
+            };
+            let back = fork
+                .checkpoint
+                .map(|c| format!(" → ⚑{c}"))
+                .unwrap_or_default();
+            let msg = fork
+                .message
+                .as_deref()
+                .map(|m| format!(": \"{}\"", sanitize_line(m, MESSAGE_COLS)))
+                .unwrap_or_default();
+            format!("← D-Mail from {who}{back}{msg}")
+        }
+        ForkKind::Compaction => format!("⊜ compacted from {from}: the context was summarised"),
+        ForkKind::Clear => format!("∅ /clear on {from}: a fresh start"),
+        ForkKind::Undo => match fork.turns {
+            Some(n) => format!(
+                "↶ undo on {from}: {n} turn{} taken back",
+                if n == 1 { "" } else { "s" }
+            ),
+            None => format!("↶ undo on {from}"),
+        },
+        ForkKind::Unknown => format!("left {from} for a reason the files don't say"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn fixture(name: &str) -> Session {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/kimi-cli")
+            .join(name)
+            .join("sessions");
+        // fixtures/kimi-cli/<name>/sessions/<work>/<session>
+        let work = std::fs::read_dir(&root).unwrap().next().unwrap().unwrap();
+        let dir = std::fs::read_dir(work.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        Session::load(&dir.path()).unwrap()
+    }
+
+    #[test]
+    fn order_maps_both_ways() {
+        let s = fixture("dmail_twice");
+        let f = s.main();
+        let o = Order::of(f);
+        assert_eq!(o.lines(), 3);
+        for x in 0..o.total {
+            let (line, record) = o.record_of(x).unwrap();
+            assert_eq!(o.x_of(line, record), Some(x));
+        }
+        // A shared record has no x of its own on the later line.
+        assert_eq!(o.x_of(1, 0), None);
+        assert_eq!(o.record_of(o.total), None);
+        assert_eq!(o.own(0).start, 0);
+        assert_eq!(o.own(2).end, o.total);
+    }
+
+    #[test]
+    fn dmail_twice_has_three_tracks_two_arcs_in_written_order() {
+        let s = fixture("dmail_twice");
+        let m = Map::of_session(&s);
+        let names: Vec<_> = m.tracks.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["α", "β", "γ"]);
+        let states: Vec<_> = m.tracks.iter().map(|t| t.state).collect();
+        assert_eq!(
+            states,
+            [
+                TrackState::Abandoned,
+                TrackState::Abandoned,
+                TrackState::Current
+            ]
+        );
+        // Tracks run left to right in written order, never overlapping.
+        assert_eq!(m.tracks[0].own.start, 0);
+        assert_eq!(m.tracks[0].own.end, m.tracks[1].own.start);
+        assert_eq!(m.tracks[2].own.end, m.width);
+        for t in &m.tracks[1..] {
+            let fx = t.fork_x.unwrap();
+            let origin = t.origin.unwrap();
+            assert!(
+                m.tracks[origin].own.contains(&fx),
+                "{} forks on its origin",
+                t.name
+            );
+            assert!(fx < t.own.start);
+            assert!(t.reason.starts_with("← D-Mail from "), "{}", t.reason);
+        }
+        assert_eq!(m.tracks[0].reason, "the first world line");
+        // Each landed arc goes from a call on the sender back to the ⚑ the
+        // new line left from, and that ⚑ is a tick of the track drawing it.
+        let landed: Vec<_> = m
+            .arcs
+            .iter()
+            .filter(|a| matches!(a.outcome, Outcome::Landed(_)))
+            .collect();
+        assert_eq!(landed.len(), 2);
+        for a in landed {
+            let Outcome::Landed(k) = a.outcome else {
+                unreachable!()
+            };
+            let to = a.to_x.unwrap();
+            assert!(to < a.from_x);
+            assert_eq!(Some(a.checkpoint), m.tracks[k].back_to);
+            assert!(m.tracks.iter().any(|t| t.ticks.contains(&Tick {
+                x: to,
+                checkpoint: a.checkpoint
+            })));
+            assert_eq!(m.tracks[k].fork_x.map(|fx| fx >= to), Some(true));
+            assert!(m.tracks[k]
+                .reason
+                .contains(&format!("from {}", line_name(a.from_line))));
+        }
+        assert!(m.caption(2).starts_with("γ: back to ⚑"), "{}", m.caption(2));
+        assert!(m.caption(2).ends_with("% new"));
+        assert!(m.marks.is_empty());
+        // Ticks are the lines' own checkpoints, in order.
+        for t in &m.tracks {
+            assert!(t.ticks.windows(2).all(|w| w[0].x < w[1].x));
+            assert!(t.ticks.iter().all(|k| t.own.contains(&k.x)));
+        }
+    }
+
+    #[test]
+    fn compaction_and_clear_are_marks_not_time_travel() {
+        let s = fixture("with_compact");
+        let m = Map::of_session(&s);
+        assert_eq!(m.tracks[0].state, TrackState::Compacted);
+        assert_eq!(m.tracks[1].kind, Some(ForkKind::Compaction));
+        assert!(
+            m.tracks[1].reason.starts_with('⊜'),
+            "{}",
+            m.tracks[1].reason
+        );
+        assert!(!m.tracks[1].reason.contains("D-Mail"));
+        assert_eq!(m.marks.len(), 1);
+        assert_eq!(m.marks[0].kind, MarkKind::Compaction);
+        assert!(m.caption(1).contains("compacted"));
+
+        let s = fixture("with_clear");
+        let m = Map::of_session(&s);
+        assert_eq!(m.tracks[0].state, TrackState::Cleared);
+        assert!(
+            m.tracks[1].reason.starts_with('∅'),
+            "{}",
+            m.tracks[1].reason
+        );
+        assert_eq!(m.marks[0].kind, MarkKind::Clear);
+        assert!(m.caption(1).contains("/clear"));
+        assert!(m.arcs.is_empty());
+    }
+
+    #[test]
+    fn refused_dmails_are_arcs_without_a_line() {
+        let s = fixture("dmail_errors");
+        let m = Map::of_session(&s);
+        let refused: Vec<_> = m
+            .arcs
+            .iter()
+            .filter(|a| matches!(a.outcome, Outcome::Refused(_)))
+            .collect();
+        assert!(!refused.is_empty());
+        for a in refused {
+            assert!(m.tracks[a.from_line].own.contains(&a.from_x));
+        }
+    }
+
+    #[test]
+    fn subagents_hang_under_their_call() {
+        let s = fixture("subagent");
+        let m = Map::of_session(&s);
+        assert!(!m.subagents.is_empty());
+        for sub in &m.subagents {
+            assert!(m.tracks[sub.host_line].own.contains(&sub.x));
+            assert!(sub.world_lines >= 1);
+            assert!(!sub.label.is_empty());
+        }
+    }
+}

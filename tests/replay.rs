@@ -1,0 +1,252 @@
+//! `worldline replay`: replaying ends equal to opening the files (the replay
+//! invariant) on every fixture; on the way the copy is always a session that
+//! opens; the originals are never written; pacing follows wire.jsonl times
+//! (or is even without them); the live follower sees the played copy end as
+//! the original; the binary plays headless into a named directory.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use common::*;
+use worldline::export::json::session_json;
+use worldline::live::{self, LiveOptions};
+use worldline::replay::{Op, Plan, Player, ReplayOptions, Target, EVEN_STEP};
+use worldline::worldline::Session;
+
+fn every_fixture() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = kimi_fixtures().iter().map(|s| session_dir(s)).collect();
+    v.extend(scenarios("kimi-code-legacy"));
+    v
+}
+
+/// `tree --format json` without the one field that names the directory.
+fn tree_json(dir: &Path) -> serde_json::Value {
+    let mut v = session_json(&Session::load(dir).unwrap());
+    v.as_object_mut().unwrap().remove("session_dir");
+    v
+}
+
+/// Every file under `dir` with its bytes and modification time.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let m = std::fs::metadata(&p).unwrap().modified().unwrap();
+                out.push((p.clone(), std::fs::read(&p).unwrap(), m));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn replay_ends_equal_to_opening_the_files_on_every_fixture() {
+    for src in every_fixture() {
+        let name = src.display().to_string();
+        let before = snapshot(&src);
+        let plan = Plan::of(&src).unwrap();
+        let target = Target::new(&src, None).unwrap();
+        let mut player = Player::new(plan, target.path()).unwrap();
+        player.start().unwrap();
+        let mut lines_seen = 0;
+        while !player.done() {
+            player.step().unwrap();
+            // On the way the copy always opens, and world lines only grow.
+            let s = Session::load(target.path())
+                .unwrap_or_else(|e| panic!("{name}: mid-replay copy does not open: {e}"));
+            assert!(
+                s.main().lines.len() >= lines_seen,
+                "{name}: a world line vanished"
+            );
+            lines_seen = s.main().lines.len();
+        }
+        assert_eq!(tree_json(target.path()), tree_json(&src), "{name}");
+        assert_eq!(snapshot(&src), before, "{name}: the original was written");
+    }
+}
+
+#[test]
+fn the_first_writes_make_a_session_the_tui_can_open() {
+    let src = fixture_session("kimi-cli", "dmail_twice");
+    let target = Target::new(&src, None).unwrap();
+    let mut player = Player::new(Plan::of(&src).unwrap(), target.path()).unwrap();
+    player.start().unwrap();
+    assert!(worldline::session::is_session_dir(target.path()));
+    assert!(!player.done(), "start writes the beginning only");
+    // Named like the original, so the TUI's header shows its id.
+    assert_eq!(target.path().file_name(), src.file_name());
+    let dir = target.path().to_path_buf();
+    drop(target);
+    assert!(!dir.exists(), "the temporary copy is removed");
+}
+
+/// All `timestamp`s of a wire file, parsed fully.
+fn wire_span(path: &Path) -> (f64, f64) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let ts: Vec<f64> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["timestamp"].as_f64())
+        .collect();
+    let lo = ts.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (lo, hi)
+}
+
+#[test]
+fn pacing_follows_wire_times() {
+    let src = fixture_session("kimi-cli", "dmail_twice");
+    let plan = Plan::of(&src).unwrap();
+    assert!(plan.timed);
+    let (lo, hi) = wire_span(&src.join("wire.jsonl"));
+    assert!(
+        (plan.duration() - (hi - lo)).abs() < 1e-6,
+        "plan lasts {} s, the wire {} s",
+        plan.duration(),
+        hi - lo
+    );
+    assert!(plan.events.windows(2).all(|w| w[0].at <= w[1].at));
+    // Each wire line is written at its own time.
+    let first_ts_line = plan
+        .events
+        .iter()
+        .find(|e| matches!(&e.op, Op::Copy { to, start, .. } if to == Path::new("wire.jsonl") && *start > 0))
+        .unwrap();
+    assert!(first_ts_line.at < 0.01, "{}", first_ts_line.at);
+    // The D-Mail rotations come after the calls that caused them.
+    let renames: Vec<f64> = plan
+        .events
+        .iter()
+        .filter(|e| matches!(e.op, Op::Rename(..)))
+        .map(|e| e.at)
+        .collect();
+    assert_eq!(renames.len(), 2);
+    assert!(renames[0] > 0.0 && renames[0] < renames[1]);
+}
+
+#[test]
+fn without_wire_times_records_come_evenly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut old = vec![sys()];
+    old.extend(turn(0, "a", "b"));
+    old.push(dmail_call("c1", "again", 0));
+    old.push(dmail_ok("c1"));
+    let new = revert(&old, 0, "again");
+    write(dir.path(), "context_1.jsonl", &old);
+    write(dir.path(), "context.jsonl", &new);
+    let s = Session::load(dir.path()).unwrap();
+    let own: usize = s
+        .main()
+        .lines
+        .iter()
+        .zip(&s.main().files)
+        .map(|(l, f)| f.records.len() - l.shared)
+        .sum();
+    let plan = Plan::of(dir.path()).unwrap();
+    assert!(!plan.timed);
+    assert!((plan.duration() - own as f64 * EVEN_STEP).abs() < 1e-9);
+    let target = Target::new(dir.path(), None).unwrap();
+    let mut player = Player::new(plan, target.path()).unwrap();
+    player.start().unwrap();
+    let opts = ReplayOptions {
+        speed: 1e6,
+        max_gap: Duration::from_millis(1),
+    };
+    player.play(&opts, &AtomicBool::new(false)).unwrap();
+    assert_eq!(tree_json(target.path()), tree_json(dir.path()));
+}
+
+#[test]
+fn a_stop_request_ends_the_play_early() {
+    let src = fixture_session("kimi-cli", "dmail_basic");
+    let target = Target::new(&src, None).unwrap();
+    let mut player = Player::new(Plan::of(&src).unwrap(), target.path()).unwrap();
+    player.start().unwrap();
+    player
+        .play(&ReplayOptions::default(), &AtomicBool::new(true))
+        .unwrap();
+    assert!(!player.done());
+}
+
+#[test]
+fn replaying_into_a_session_is_refused() {
+    let src = fixture_session("kimi-cli", "dmail_basic");
+    let err = Player::new(Plan::of(&src).unwrap(), &src)
+        .err()
+        .expect("refused");
+    assert!(err.to_string().contains("already holds a session"), "{err}");
+}
+
+/// What the TUI sees: the live follower on the copy while it plays ends at
+/// the original's tree.
+#[test]
+fn the_live_follower_sees_the_replay_end_as_the_original() {
+    for scenario in ["dmail_twice", "subagent", "with_compact"] {
+        let src = fixture_session("kimi-cli", scenario);
+        let want = tree_json(&src);
+        let target = Target::new(&src, None).unwrap();
+        let mut player = Player::new(Plan::of(&src).unwrap(), target.path()).unwrap();
+        player.start().unwrap();
+        let opts = LiveOptions {
+            poll: false,
+            poll_interval: Duration::from_millis(20),
+        };
+        let (rx, handle) = live::spawn(target.path().to_path_buf(), opts).unwrap();
+        let play = ReplayOptions {
+            speed: 1e6,
+            max_gap: Duration::from_millis(15),
+        };
+        player.play(&play, &AtomicBool::new(false)).unwrap();
+        let mut seen = Seen::default();
+        seen.until_snapshot(&rx, &format!("{scenario}: the original's tree"), |s| {
+            let mut v = session_json(s);
+            v.as_object_mut().unwrap().remove("session_dir");
+            v == want
+        });
+        drop(handle);
+        assert!(seen.errors().is_empty(), "{scenario}: {:?}", seen.errors());
+    }
+}
+
+#[test]
+fn the_binary_plays_headless_into_a_named_directory() {
+    let src = fixture_session("kimi-cli", "dmail_errors");
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("copy");
+    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["replay", "--headless", "--speed", "1000", "--dir"])
+        .arg(&dst)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(first.lines().next(), Some(dst.to_str().unwrap()));
+    let mut a = tree_json(&src);
+    let mut b = tree_json(&dst);
+    for v in [&mut a, &mut b] {
+        v.as_object_mut().unwrap().remove("session_id");
+    }
+    assert_eq!(a, b);
+    let bad = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["replay", "--headless", "--speed", "0"])
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--speed"));
+}
