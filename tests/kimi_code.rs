@@ -265,3 +265,143 @@ fn copy_dir(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// A recorded wire written again piece by piece (half lines, a broken line
+/// that a repair then truncates away) while `watch --json` follows: its
+/// events end equal to `tree --format json` of the final files.
+#[test]
+fn watch_follows_a_wire_written_live_through_a_repair() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/kimi-code/r_two_undos_compact_fork/home"),
+        &home,
+    );
+    let dir =
+        home.join("sessions/wd_project_76860d8b5438/session_480a004a-1a94-4159-a609-f6ca09d99596");
+    let wire = dir.join("agents/main/wire.jsonl");
+    let full = std::fs::read(&wire).unwrap();
+    let cut = |n: usize| {
+        full.iter()
+            .enumerate()
+            .filter(|(_, &b)| b == b'\n')
+            .nth(n - 1)
+            .unwrap()
+            .0
+            + 1
+    };
+    std::fs::write(&wire, &full[..cut(20)]).unwrap();
+
+    let mut child = bin(&home)
+        .arg("watch")
+        .arg(&dir)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(serde_json::from_str(&l).unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    let wait_until = |want: &dyn Fn(&Value) -> bool, seen: &mut Vec<Value>| {
+        let end = std::time::Instant::now() + common::PATIENCE;
+        while std::time::Instant::now() < end {
+            if let Ok(v) = rx.recv_timeout(std::time::Duration::from_millis(50)) {
+                let hit = want(&v);
+                seen.push(v);
+                if hit {
+                    return;
+                }
+            }
+        }
+        panic!("watch never said what was expected; saw {seen:?}");
+    };
+    let mut seen = Vec::new();
+    wait_until(&|v| v["event"] == "world_line", &mut seen);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&wire)
+        .unwrap();
+    // Up to line 70 in uneven pieces, some ending mid-line.
+    let mut at = cut(20);
+    let mut step = 7;
+    while at < cut(70) {
+        let end = (at + step * 97).min(cut(70));
+        f.write_all(&full[at..end]).unwrap();
+        f.flush().unwrap();
+        at = end;
+        step = step % 13 + 5;
+        std::thread::sleep(std::time::Duration::from_millis(15));
+    }
+    wait_until(
+        &|v| v["event"] == "world_line" && v["branch"] == "b1",
+        &mut seen,
+    );
+    // A broken line, reported, then repaired away (the valid prefix kept).
+    f.write_all(b"{\"type\":\"context.append_mess\n").unwrap();
+    f.flush().unwrap();
+    wait_until(&|v| v["event"] == "warning", &mut seen);
+    drop(f);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&wire)
+        .unwrap()
+        .set_len(cut(70) as u64)
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&wire)
+        .unwrap();
+    f.write_all(&full[cut(70)..]).unwrap();
+    f.flush().unwrap();
+    wait_until(
+        &|v| v["event"] == "world_line" && v["branch"] == "b2",
+        &mut seen,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    while let Ok(v) = rx.try_recv() {
+        seen.push(v);
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    while let Ok(v) = rx.try_recv() {
+        seen.push(v);
+    }
+
+    let tree = tree_json(&home, "session_480a004a");
+    let mut last: std::collections::HashMap<String, Value> = Default::default();
+    let mut recs: std::collections::HashMap<String, usize> = Default::default();
+    for e in &seen {
+        if e["event"] == "world_line" && e["agent"] == "main" {
+            let mut w = e.clone();
+            let m = w.as_object_mut().unwrap();
+            m.remove("event");
+            m.remove("agent");
+            last.insert(e["branch"].as_str().unwrap().to_string(), w);
+        }
+        if e["event"] == "record" {
+            let b = e["branch"].as_str().unwrap().to_string();
+            let n = recs.entry(b).or_default();
+            *n = (*n).max(e["index"].as_u64().unwrap() as usize + 1);
+        }
+    }
+    for l in tree["world_lines"].as_array().unwrap() {
+        let b = l["branch"].as_str().unwrap();
+        let mut w = last.get(b).cloned().unwrap_or_else(|| panic!("no {b}"));
+        let n = w["records"].as_u64().unwrap() as usize;
+        w["records"] = json!(n.max(recs.get(b).copied().unwrap_or(0)));
+        assert_eq!(&w, l, "{b}");
+    }
+    assert_eq!(last.len(), 3);
+    assert_eq!(tree["warnings"], json!([]));
+}
