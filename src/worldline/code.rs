@@ -11,6 +11,7 @@ use super::graph::{Edge, Graph, RecordRef};
 use super::{Agent, LineMark, Lineage, Session, SubagentMeta, Tool};
 use crate::error::Result;
 use crate::sources::kimi_code::{records, AgentParts, CodeSession, ForkLink};
+use crate::text::sanitize_line;
 
 /// Reads a Kimi Code session directory and rebuilds it.
 pub fn load(dir: &Path) -> Result<Session> {
@@ -119,7 +120,8 @@ fn agent_family(ai: usize, a: &AgentParts, graph: &mut Graph) -> Family {
         });
         parts.push(LinePart {
             file,
-            label: format!("branch {}", b.name),
+            // Branch names come from the file: never raw on a terminal.
+            label: format!("branch {}", sanitize_line(&b.name, 40)),
             branch: Some(b.name.clone()),
             parent: b.parent,
             shared,
