@@ -3,79 +3,52 @@
 
 use serde_json::{json, Value};
 
-use crate::worldline::{DMailAttempt, Family, LineMark, Session, Tool, WorldLine};
+use crate::worldline::{DMailAttempt, Family, LineMark, Lineage, Session, Tool, WorldLine};
 
 pub fn session_json(s: &Session) -> Value {
-    if s.tool == Tool::KimiCode {
-        return code_session_json(s);
-    }
-    let main = s.main();
+    let code = s.tool == Tool::KimiCode;
     let subagents: Vec<Value> = s.agents[1..]
         .iter()
         .map(|a| {
             let meta = a.meta.clone().unwrap_or_default();
-            json!({
+            let mut v = json!({
                 "agent_id": meta.agent_id,
                 "subagent_type": meta.subagent_type,
                 "description": meta.description,
                 "status": meta.status,
                 "parent_tool_call_id": a.parent_tool_call_id,
-                "parent_file": a.parent_call.and_then(|c| main.files.get(c.line)).map(|f| f.name.clone()),
-                "world_lines": family_lines(&a.family),
-                "dmail_attempts": attempts(&a.family),
-            })
-        })
-        .collect();
-    json!({
-        "session_dir": s.dir.display().to_string(),
-        "session_id": s.id,
-        "title": s.title,
-        "tool": s.tool.as_str(),
-        "world_lines": family_lines(main),
-        "subagents": subagents,
-        "dmail_attempts": attempts(main),
-        "warnings": s.warnings,
-    })
-}
-
-/// A Kimi Code session: the kimi-cli contract plus its branches' forks,
-/// compaction and folded-undo marks, subagents and `/fork` lineage.
-fn code_session_json(s: &Session) -> Value {
-    let main = &s.agents[0];
-    let subagents: Vec<Value> = s.agents[1..]
-        .iter()
-        .map(|a| {
-            let meta = a.meta.clone().unwrap_or_default();
-            json!({
-                "agent_id": meta.agent_id,
-                "subagent_type": meta.subagent_type,
-                "description": meta.description,
-                "status": meta.status,
-                "parent_tool_call_id": a.parent_tool_call_id,
-                "parent_line": a.parent_line,
                 "parent_file": a.parent_call.and_then(|c| s.agents.get(c.agent)?.family.files.get(c.line)).map(|f| f.name.clone()),
                 "world_lines": family_lines(&a.family),
-                "compactions": marks(&a.family, &a.compactions),
-                "folded_undos": marks(&a.family, &a.folded_undos),
-                "dmail_attempts": [],
-            })
+                "dmail_attempts": attempts(&a.family),
+            });
+            if code {
+                v["parent_line"] = json!(a.parent_line);
+                v["compactions"] = json!(marks(&a.family, &a.compactions));
+                v["folded_undos"] = json!(marks(&a.family, &a.folded_undos));
+            }
+            v
         })
         .collect();
-    let lineage = |l: &crate::worldline::Lineage| json!({"session": l.session, "line": l.line, "kind": "fork"});
-    json!({
+    let main = &s.agents[0];
+    let mut v = json!({
         "session_dir": s.dir.display().to_string(),
         "session_id": s.id,
         "title": s.title,
         "tool": s.tool.as_str(),
         "world_lines": family_lines(&main.family),
-        "compactions": marks(&main.family, &main.compactions),
-        "folded_undos": marks(&main.family, &main.folded_undos),
         "subagents": subagents,
-        "dmail_attempts": [],
-        "forked_from": s.forked_from.as_ref().map(lineage),
-        "forks": s.forks.iter().map(lineage).collect::<Vec<_>>(),
+        "dmail_attempts": attempts(&main.family),
         "warnings": s.warnings,
-    })
+    });
+    // Kimi Code: marks on branches and `/fork` lineage.
+    if code {
+        let lineage = |l: &Lineage| json!({"session": l.session, "line": l.line, "kind": "fork"});
+        v["compactions"] = json!(marks(&main.family, &main.compactions));
+        v["folded_undos"] = json!(marks(&main.family, &main.folded_undos));
+        v["forked_from"] = json!(s.forked_from.as_ref().map(lineage));
+        v["forks"] = json!(s.forks.iter().map(lineage).collect::<Vec<_>>());
+    }
+    v
 }
 
 /// `[{"branch", "line"}]`, with `count` for folded undos.

@@ -145,17 +145,7 @@ impl CodeState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-
-    fn append(path: &Path, text: &str) {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-    }
+    use crate::live::test_util::append;
 
     const HEAD: &str = "{\"type\":\"metadata\",\"protocol_version\":\"1.5\"}\n{\"type\":\"context.append_message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}}\n{\"type\":\"context.append_message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"b\"}]}}\n";
 

@@ -6,6 +6,8 @@
 
 mod code;
 mod state;
+#[cfg(test)]
+mod test_util;
 pub mod watch;
 mod watcher;
 
