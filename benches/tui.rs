@@ -6,7 +6,7 @@
 //! ```
 //!
 //! For the 1 M-record session and the 1 GB family:
-//! - first frame: `Session::load` → `Action::Snapshot` → `prepare` → one
+//! - first frame: `Session::load` → `Live::Snapshot` → `prepare` → one
 //!   `terminal.draw` on a 120×40 `TestBackend` (what `ui::open` and the event
 //!   loop do before the first frame; process start and the tty excluded);
 //! - per key: `update` + `prepare` + `draw`, p50/p99/max by key kind;
@@ -35,7 +35,7 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Size;
 use ratatui::Terminal;
-use worldline::ui::app::{Action, App, Effect};
+use worldline::ui::app::{Action, App, Effect, Found, Live};
 use worldline::ui::keys::{self, Mode};
 use worldline::ui::theme::Theme;
 use worldline::ui::{search, view};
@@ -184,7 +184,7 @@ fn measure(name: &str, dir: &Path, args: &Args) -> Result<String> {
         let s = Arc::new(Session::load(dir)?);
         let t_load = t0.elapsed();
         let mut app = App::new(Theme { color: true }, false, Size::new(W, H));
-        app.update(Action::Snapshot(s.clone()));
+        app.update(Live::Snapshot(s.clone()));
         let t_snap = t0.elapsed();
         app.prepare();
         let t_prep = t0.elapsed();
@@ -284,7 +284,7 @@ fn measure(name: &str, dir: &Path, args: &Args) -> Result<String> {
     let mut snaps = Vec::new();
     for _ in 0..args.runs {
         let t0 = Instant::now();
-        app.update(Action::Snapshot(s.clone()));
+        app.update(Live::Snapshot(s.clone()));
         frame(&mut app, &mut t)?;
         snaps.push(t0.elapsed());
     }
@@ -386,10 +386,10 @@ fn search_once(
         return Ok((None, Some(tc.elapsed()), 0));
     }
     for a in rx {
-        if first.is_none() && matches!(a, Action::SearchProgress { .. }) {
+        if first.is_none() && matches!(a, Found::Progress { .. }) {
             first = Some(t0.elapsed());
         }
-        if matches!(a, Action::SearchDone { .. }) {
+        if matches!(a, Found::Done { .. }) {
             done = Some(t0.elapsed());
         }
         app.update(a);

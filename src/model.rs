@@ -118,6 +118,15 @@ impl RecordMeta {
     }
 }
 
+/// Length of the longest run of equal records at the start of both lists:
+/// how much a world line shares with another.
+pub fn shared_prefix(old: &[RecordMeta], new: &[RecordMeta]) -> usize {
+    old.iter()
+        .zip(new)
+        .take_while(|(a, b)| a.same_record(b))
+        .count()
+}
+
 /// A warning about one line of one file; reading goes on.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Warning {

@@ -194,7 +194,7 @@ fn the_cwd_sessions_come_first() {
     let share = share_with(&["dmail_basic", "with_clear"]);
     // Register a work dir whose md5 is the folder of with_clear's session.
     let wd = tempfile::tempdir().unwrap();
-    let hash = worldline::session::work_dir_hash(&wd.path().to_string_lossy());
+    let hash = worldline::sources::kimi_cli::share::work_dir_hash(&wd.path().to_string_lossy());
     let src = fixture("with_clear");
     copy_dir(
         &src,
@@ -217,4 +217,193 @@ fn the_cwd_sessions_come_first() {
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["session_id"], "mine");
+}
+
+fn history(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/kimi-cli-history")
+        .join(name)
+}
+
+/// Runs with stdout a pipe whose reader is gone before anything is written.
+fn with_closed_stdout(share: &Path, args: &[&str]) -> std::process::Output {
+    let mut child = bin()
+        .env("KIMI_SHARE_DIR", share)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_closed_stdout_ends_every_command_quietly_with_exit_0() {
+    let share = history("v1_40_0_fork_undo");
+    let id = "0706220a-4234-46bf-958b-2c56b11dcb00";
+    let cases: [&[&str]; 8] = [
+        &["list", "--all"],
+        &["list", "--all", "--json"],
+        &["tree", id],
+        &["tree", "--format", "json", id],
+        &["tree", "--format", "dot", id],
+        &["tree", "--format", "mermaid", id],
+        &["watch", "--json", id],
+        &["watch", "--json", "--poll", id],
+    ];
+    for args in cases {
+        let out = with_closed_stdout(&share, args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(
+            out.stderr.is_empty(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn list_shows_forks_under_their_source_and_flat_sessions_of_old_releases() {
+    let share = history("v1_40_0_fork_undo");
+    let out = bin()
+        .env("KIMI_SHARE_DIR", &share)
+        .args(["list", "--all"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(
+        rows[0].starts_with("0706220a-4234-46bf-958b-2c56b11dcb00"),
+        "{text}"
+    );
+    let mut forks: Vec<&str> = rows[1..]
+        .iter()
+        .map(|r| r.split_whitespace().nth(1).unwrap())
+        .collect();
+    forks.sort();
+    assert_eq!(forks, ["fork", "undo"], "{text}");
+    let out = bin()
+        .env("KIMI_SHARE_DIR", &share)
+        .args(["list", "--all", "--json"])
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let fork = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "1daf86b9-2123-4299-843b-fa06669261a9")
+        .unwrap();
+    assert_eq!(fork["forked_from"], "0706220a-4234-46bf-958b-2c56b11dcb00");
+    assert_eq!(fork["fork_kind"], "fork");
+
+    // A 0.55 share dir: one flat session with a subagent.
+    let share = history("v0_55_subagent_dmail");
+    let out = bin()
+        .env("KIMI_SHARE_DIR", &share)
+        .args(["list", "--all", "--json"])
+        .output()
+        .unwrap();
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["id"], "fb737bcc-f403-41a3-b5cc-447f8d2fd329");
+    assert_eq!(rows[0]["world_lines"], 1);
+    assert_eq!(rows[0]["subagents"], 1);
+    // ...and it is the default session of that share dir.
+    let here = tempfile::tempdir().unwrap();
+    let out = bin()
+        .env("KIMI_SHARE_DIR", &share)
+        .current_dir(here.path())
+        .args(["tree", "--format", "json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["session_id"], "fb737bcc-f403-41a3-b5cc-447f8d2fd329");
+}
+
+#[test]
+fn text_dot_and_mermaid_show_the_lineage() {
+    let share = history("v1_40_0_fork_undo");
+    let tree = |fmt: &str, id: &str| {
+        let out = bin()
+            .env("KIMI_SHARE_DIR", &share)
+            .args(["tree", "--format", fmt, id])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let src = "0706220a-4234-46bf-958b-2c56b11dcb00";
+    let fork = "1daf86b9-2123-4299-843b-fa06669261a9";
+    let text = tree("text", fork);
+    assert!(
+        text.contains(&format!(
+            "forked from {src} by /fork (shares its first 23 records)"
+        )),
+        "{text}"
+    );
+    let text = tree("text", src);
+    assert!(
+        text.contains(&format!("/fork made {fork} from its first 23 records")),
+        "{text}"
+    );
+    assert!(text.contains("/undo made e299ef2f"), "{text}");
+    let dot = tree("dot", src);
+    assert!(
+        dot.contains(&format!("[label=\"session\\n{fork}\", shape=folder")),
+        "{dot}"
+    );
+    assert!(
+        dot.contains("a0l0 -> fork0 [label=\"/undo · 19 records\""),
+        "{dot}"
+    );
+    let mm = tree("mermaid", fork);
+    assert!(
+        mm.contains(&format!("src[/\"session<br/>{src}\"/]")),
+        "{mm}"
+    );
+    assert!(mm.contains("src ==>|\"/fork · 23 records\"| a0l0"), "{mm}");
+}
+
+/// The library never sees the command line: only the binary's command
+/// layer (`src/cmd/`, `src/main.rs`) names clap.
+#[test]
+fn only_the_command_layer_imports_clap() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![src.clone()];
+    let mut offenders = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(&src).unwrap().to_path_buf();
+            if rel.starts_with("cmd") || rel == Path::new("main.rs") {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                // Code, not prose: a path into the crate or a derive.
+                if ![
+                    "clap::",
+                    "clap:: ",
+                    "derive(Parser",
+                    "derive(Args",
+                    "derive(Subcommand",
+                    "ValueEnum",
+                ]
+                .iter()
+                .any(|k| text.contains(k))
+                {
+                    continue;
+                }
+                offenders.push(rel);
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "clap outside cmd/: {offenders:?}");
 }

@@ -210,3 +210,250 @@ fn every_legacy_session_reads_with_sensible_counts() {
         }
     }
 }
+
+/// `worldline tree --format json <target>` with `KIMI_SHARE_DIR=share`.
+fn tree_json(share: &Path, target: &str) -> Value {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .env("KIMI_SHARE_DIR", share)
+        .args(["tree", "--format", "json", target])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tree {target}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+/// The one work-dir folder of a scenario.
+fn work_folder(scenario: &Path) -> PathBuf {
+    std::fs::read_dir(scenario.join("sessions"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap()
+}
+
+/// Every way a user names a session: its path, a file in it, its id, and
+/// for flat sessions the work-dir folder holding it.
+fn targets(scenario: &Path, expected: &Value) -> Vec<String> {
+    let folder = work_folder(scenario);
+    let main_file = expected["main"].as_array().unwrap().last().unwrap()["file"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    if expected["layout"] == "flat" {
+        let sid = main_file.strip_suffix(".jsonl").unwrap().to_string();
+        let oldest = expected["main"][0]["file"].as_str().unwrap();
+        vec![
+            folder.join(&main_file).display().to_string(),
+            folder.join(oldest).display().to_string(),
+            folder.display().to_string(),
+            sid.clone(),
+            sid[..8].to_string(),
+        ]
+    } else {
+        let dir = common::session_dir(scenario);
+        let id = dir.file_name().unwrap().to_string_lossy().into_owned();
+        vec![
+            dir.display().to_string(),
+            dir.join(&main_file).display().to_string(),
+            id.clone(),
+            id[..8].to_string(),
+        ]
+    }
+}
+
+fn check_lineage(got: &Value, want: Option<&Value>, what: &str) {
+    match want {
+        None => assert!(
+            got["forked_from"].is_null(),
+            "{what}: {}",
+            got["forked_from"]
+        ),
+        Some(w) => {
+            assert_eq!(got["forked_from"]["session"], w["session"], "{what}");
+            assert_eq!(got["forked_from"]["records"], w["records"], "{what}");
+        }
+    }
+}
+
+#[test]
+fn every_release_layout_matches_expected_through_the_binary() {
+    let all = common::scenarios("kimi-cli-history");
+    assert!(all.len() >= 5, "fixtures missing");
+    for scenario in all {
+        let name = scenario.file_name().unwrap().to_string_lossy().into_owned();
+        let expected = read_json(&scenario.join("expected.json"));
+        if expected.get("sessions").is_some() {
+            continue; // several sessions: `forks_link_to_their_source`
+        }
+        for target in targets(&scenario, &expected) {
+            let what = format!("{name} via {target}");
+            let got = tree_json(&scenario, &target);
+            check_lines(
+                got["world_lines"].as_array().unwrap(),
+                expected["main"].as_array().unwrap(),
+                &what,
+            );
+            let subs = got["subagents"].as_array().unwrap();
+            let want_subs = expected["subagents"].as_u64().unwrap_or(0);
+            assert_eq!(subs.len() as u64, want_subs, "{what}");
+            if let Some(want) = expected.get("subagent_world_lines") {
+                check_lines(
+                    subs[0]["world_lines"].as_array().unwrap(),
+                    want.as_array().unwrap(),
+                    &what,
+                );
+                // The subagent hangs off the parent's Task/Agent call.
+                assert!(subs[0]["parent_tool_call_id"].is_string(), "{what}");
+            }
+            assert!(got["warnings"].as_array().unwrap().is_empty(), "{what}");
+            check_lineage(&got, None, &what);
+            // Every D-Mail that forked was accepted, and is linked to it.
+            for a in got["dmail_attempts"].as_array().unwrap().iter().chain(
+                subs.iter()
+                    .flat_map(|s| s["dmail_attempts"].as_array().unwrap()),
+            ) {
+                assert_eq!(a["accepted"], true, "{what}: {a}");
+                assert!(a["caused"].is_string(), "{what}: {a}");
+            }
+        }
+    }
+}
+
+#[test]
+fn forks_link_to_their_source() {
+    let scenarios: Vec<PathBuf> = common::scenarios("kimi-cli-history")
+        .into_iter()
+        .filter(|s| {
+            read_json(&s.join("expected.json"))
+                .get("sessions")
+                .is_some()
+        })
+        .collect();
+    assert!(!scenarios.is_empty(), "no fork fixture");
+    for scenario in scenarios {
+        let name = scenario.file_name().unwrap().to_string_lossy().into_owned();
+        let expected = read_json(&scenario.join("expected.json"));
+        let sessions = expected["sessions"].as_object().unwrap();
+        for (id, want) in sessions {
+            let what = format!("{name} {id}");
+            let got = tree_json(&scenario, id);
+            assert_eq!(got["session_id"], id.as_str(), "{what}");
+            assert_eq!(got["title"], want["title"], "{what}");
+            check_lines(
+                got["world_lines"].as_array().unwrap(),
+                want["main"].as_array().unwrap(),
+                &what,
+            );
+            check_lineage(&got, want.get("forked_from"), &what);
+            if let Some(src) = want.get("forked_from") {
+                let title = want["title"].as_str().unwrap();
+                let kind = if title.starts_with("Undo: ") {
+                    "undo"
+                } else {
+                    "fork"
+                };
+                assert_eq!(got["forked_from"]["kind"], kind, "{what}");
+                // The source lists this fork, with the same prefix.
+                let source = tree_json(&scenario, src["session"].as_str().unwrap());
+                let back: Vec<&Value> = source["forks"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|f| f["session"] == id.as_str())
+                    .collect();
+                assert_eq!(back.len(), 1, "{what}: {}", source["forks"]);
+                assert_eq!(back[0]["records"], src["records"], "{what}");
+                assert_eq!(back[0]["kind"], kind, "{what}");
+            }
+        }
+        // Sessions nothing was forked from list no forks.
+        let sources: Vec<&str> = sessions
+            .values()
+            .filter_map(|w| w["forked_from"]["session"].as_str())
+            .collect();
+        for id in sessions.keys() {
+            if !sources.contains(&id.as_str()) {
+                let got = tree_json(&scenario, id);
+                assert_eq!(got["forks"], serde_json::json!([]), "{name} {id}");
+            }
+        }
+    }
+}
+
+/// Copies a fixture session, resolves it, and rewrites it the way kimi-cli
+/// would have: used to check what the title alone decides.
+fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        if e.path().is_dir() {
+            copy_tree(&e.path(), &dst.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), dst.join(e.file_name())).unwrap();
+            let mut perm = std::fs::metadata(dst.join(e.file_name()))
+                .unwrap()
+                .permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perm.set_readonly(false);
+            std::fs::set_permissions(dst.join(e.file_name()), perm).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_byte_identical_fork_is_told_from_its_source_by_title_and_an_untitled_copy_is_no_fork() {
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kimi-cli-history/v1_40_0_fork_undo");
+    let share = tempfile::tempdir().unwrap();
+    copy_tree(&scenario.join("sessions"), &share.path().join("sessions"));
+    let folder = work_folder(share.path());
+    let fork = folder.join("1daf86b9-2123-4299-843b-fa06669261a9");
+    // Same bytes, titled like the source: a second session named "one",
+    // not a fork, and the real fork still finds one source.
+    let twin = folder.join("00000000-0000-4000-8000-000000000000");
+    copy_tree(&folder.join("0706220a-4234-46bf-958b-2c56b11dcb00"), &twin);
+    let got = tree_json(share.path(), &twin.display().to_string());
+    assert!(got["forked_from"].is_null());
+    let got = tree_json(share.path(), &fork.display().to_string());
+    assert_eq!(got["forked_from"]["records"], 23);
+    // An `/undo` of turn 0: an empty session, linked by its title.
+    let empty = folder.join("11111111-0000-4000-8000-000000000000");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("context.jsonl"), "").unwrap();
+    std::fs::write(empty.join("state.json"), r#"{"custom_title": "Undo: one"}"#).unwrap();
+    let got = tree_json(share.path(), &empty.display().to_string());
+    assert_eq!(got["forked_from"]["records"], 0);
+    assert_eq!(got["forked_from"]["kind"], "undo");
+    // A fork whose source is gone is shown unlinked.
+    std::fs::remove_dir_all(folder.join("0706220a-4234-46bf-958b-2c56b11dcb00")).unwrap();
+    std::fs::remove_dir_all(&twin).unwrap();
+    let got = tree_json(share.path(), &fork.display().to_string());
+    assert!(got["forked_from"].is_null());
+}
+
+#[test]
+fn a_session_left_with_only_its_rotation_reads_as_its_current_world_line() {
+    // 0.65–1.3x: `/clear` rotates context.jsonl away and moves on to a new
+    // session; the old directory keeps context_1.jsonl and wire.jsonl.
+    let src = common::session_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kimi-cli-history/v0_65_dmail"),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(src.join("context_1.jsonl"), dir.join("context_1.jsonl")).unwrap();
+    std::fs::copy(src.join("wire.jsonl"), dir.join("wire.jsonl")).unwrap();
+    let got = tree_json(tmp.path(), &dir.display().to_string());
+    let lines = got["world_lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["file"], "context_1.jsonl");
+    assert_eq!(lines[0]["current"], true);
+}

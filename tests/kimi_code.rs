@@ -137,7 +137,8 @@ fn the_fork_source_names_its_fork_and_both_show_it() {
     let src = tree_json(&home, "session_4e021896");
     assert_eq!(
         src["forks"],
-        json!([{"session": "session_1a3e18d6-5ebd-4b84-926f-58eebc6be33d", "line": 80, "kind": "fork"}])
+        // 9 records: the b1 conversation at line 80 (main's up to 47, then b1's).
+        json!([{"session": "session_1a3e18d6-5ebd-4b84-926f-58eebc6be33d", "records": 9, "kind": "fork", "line": 80}])
     );
     let mut c = bin(&home);
     c.args(["tree", "session_1a3e18d6"]);

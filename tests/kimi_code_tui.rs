@@ -12,7 +12,7 @@ use std::sync::Arc;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Size;
 use ratatui::Terminal;
-use worldline::ui::app::{Action, App};
+use worldline::ui::app::{App, Live};
 use worldline::ui::theme::Theme;
 use worldline::ui::view;
 use worldline::worldline::Session;
@@ -29,7 +29,7 @@ fn render(app: &mut App) -> String {
 fn app(w: u16, h: u16) -> App {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(SOURCE);
     let mut app = App::new(Theme { color: false }, false, Size::new(w, h));
-    app.update(Action::Snapshot(Arc::new(Session::load(&dir).unwrap())));
+    app.update(Live::Snapshot(Arc::new(Session::load(&dir).unwrap())));
     app
 }
 
@@ -53,11 +53,21 @@ fn two_undo_branches_and_a_compaction_read_at_both_sizes() {
     for (w, h) in [(80u16, 24u16), (120, 40)] {
         let mut a = app(w, h);
         let screen = render(&mut a);
-        assert!(screen.contains("3 world lines"), "{w}x{h}:\n{screen}");
-        assert!(screen.contains("branch b2"), "{w}x{h}:\n{screen}");
-        // Two forks drawn as lanes leaving their parent.
-        assert!(screen.contains("●─╮"), "{w}x{h}:\n{screen}");
-        assert!(screen.contains("╭─●"), "{w}x{h}:\n{screen}");
+        // The map: three world lines, each saying why it exists.
+        assert!(
+            screen.contains("undo on α: 1 turn taken back"),
+            "{w}x{h}:\n{screen}"
+        );
+        assert!(
+            screen.contains("undo on β: 1 turn taken back"),
+            "{w}x{h}:\n{screen}"
+        );
+        assert!(screen.contains("current"), "{w}x{h}:\n{screen}");
+        // Every record: both forks drawn leaving their parent, the compaction
+        // marked on β's lane.
+        press(&mut a, "a");
+        let screen = render(&mut a);
+        assert_eq!(screen.matches("●─╮").count(), 2, "{w}x{h}:\n{screen}");
         assert!(
             screen.contains("⇲ compacted 9 messages"),
             "{w}x{h}:\n{screen}"
@@ -72,9 +82,5 @@ fn two_undo_branches_and_a_compaction_read_at_both_sizes() {
         select(&mut a, "Scripted compaction summary");
         let screen = render(&mut a);
         assert!(screen.contains("compacted here"), "{w}x{h}:\n{screen}");
-        assert!(
-            screen.contains("branch b2) branches off here"),
-            "{w}x{h}:\n{screen}"
-        );
     }
 }

@@ -81,7 +81,7 @@ fn the_first_writes_make_a_session_the_tui_can_open() {
     let target = Target::new(&src, None).unwrap();
     let mut player = Player::new(Plan::of(&src).unwrap(), target.path()).unwrap();
     player.start().unwrap();
-    assert!(worldline::session::is_session_dir(target.path()));
+    assert!(worldline::sources::kimi_cli::is_session(target.path()));
     assert!(!player.done(), "start writes the beginning only");
     // Named like the original, so the TUI's header shows its id.
     assert_eq!(target.path().file_name(), src.file_name());

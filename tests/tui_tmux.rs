@@ -108,39 +108,53 @@ fn start_script(size: (u16, u16), tag: &str, script: &str) -> Option<Tmux> {
     Some(t)
 }
 
+/// The map is up: its title rule and every line's reason.
+fn map_shown(p: &str) -> bool {
+    p.contains("─ world lines") && p.contains("← D-Mail from β at ⚑3")
+}
+
 #[test]
 fn navigates_world_lines_and_quits_cleanly() {
     let Some(t) = start((120, 40), "big") else {
         return;
     };
-    let pane = t.wait_for("the graph", |p| p.contains("3 world lines"));
-    assert!(pane.contains("world line γ"), "{pane}");
+    let pane = t.wait_for("the map", map_shown);
+    eprintln!("120x40 first screen:\n{pane}");
+    // Every world line named on the first screen, with its reason.
+    for reason in [
+        "the first world line",
+        "← D-Mail from α at ⚑2 → ⚑1",
+        "← D-Mail from β at ⚑3 → ⚑2",
+    ] {
+        assert!(pane.contains(reason), "{reason}:\n{pane}");
+    }
+    assert!(pane.contains("γ: back to ⚑2 from β"), "caption:\n{pane}");
+    // Opens on the head of the current line, one row per step.
     assert!(
-        pane.contains("Second fold: echo works"),
-        "D-Mail text visible:\n{pane}"
+        pane.contains("◆ γ  ⚑3  asst   Done after two D-Mails."),
+        "{pane}"
     );
-    assert!(
-        pane.contains("╭─●") && pane.contains("●─╮"),
-        "branch glyphs:\n{pane}"
-    );
-    // ] ] lands on α's SendDMail call; its detail names the D-Mail.
-    t.keys(&["]", "]"]);
+    assert!(!pane.contains("CHECKPOINT"), "no bookkeeping rows:\n{pane}");
+    assert!(pane.contains("●─╮"), "branch glyphs:\n{pane}");
+    // g ] ] lands on α's step with the SendDMail call; its detail names it.
+    t.keys(&["g", "]", "]"]);
     let pane = t.wait_for("the sender", |p| p.contains("SendDMail → checkpoint 1"));
-    assert!(pane.contains("world line α"), "{pane}");
     assert!(pane.contains("accepted: created"), "{pane}");
-    // l switches to β; Enter expands the record.
+    // l switches to β; Enter unfolds the step; j Enter opens a record.
     t.keys(&["l", "Enter"]);
-    let pane = t.wait_for("β expanded", |p| {
-        p.contains("world line β") && p.contains("record (Enter/Esc back")
+    let pane = t.wait_for("β unfolded", |p| {
+        p.contains("β: back to ⚑1 from α") && p.contains("▾")
     });
-    assert!(pane.contains("β context_2.jsonl"), "{pane}");
+    assert!(pane.contains(" · tool "), "the step's records:\n{pane}");
+    t.keys(&["j", "Enter"]);
+    t.wait_for("a record in full", |p| p.contains("record (Enter/Esc back"));
     t.keys(&["Escape", "?"]);
     t.wait_for("help", |p| p.contains("Divergence N.ppphhh"));
     t.keys(&["?", "q"]);
     let pane = t.wait_for("the shell", |p| p.contains("WL-EXITED-0"));
     // Back on the normal screen: the TUI's rows are gone.
     assert!(
-        !pane.contains("3 world lines"),
+        !pane.contains("─ world lines"),
         "alternate screen left:\n{pane}"
     );
 }
@@ -150,10 +164,11 @@ fn fits_80x24() {
     let Some(t) = start((80, 24), "small") else {
         return;
     };
-    t.wait_for("the graph", |p| p.contains("3 world lines"));
-    t.keys(&["G"]);
-    let pane = t.wait_for("the end", |p| p.contains("Done after two D-Mails"));
-    eprintln!("80x24 capture after G:\n{pane}");
+    let pane = t.wait_for("the map", map_shown);
+    eprintln!("80x24 first screen:\n{pane}");
+    let footer = pane.lines().rfind(|l| !l.trim().is_empty()).unwrap();
+    assert!(footer.contains("? help  q quit"), "{footer}");
+    assert!(pane.contains("Done after two D-Mails"), "{pane}");
     assert!(pane.contains("Second fold"), "{pane}");
     t.keys(&["C-c"]);
     t.wait_for("the shell", |p| p.contains("WL-EXITED-0"));
@@ -175,7 +190,7 @@ fn sigterm_restores_the_terminal() {
     let Some(t) = start_script((100, 30), "term", &script) else {
         return;
     };
-    t.wait_for("the graph", |p| p.contains("3 world lines"));
+    t.wait_for("the map", map_shown);
     let pid = std::fs::read_to_string(&pidfile).unwrap();
     let status = Command::new("kill")
         .args(["-TERM", pid.trim()])
@@ -184,7 +199,7 @@ fn sigterm_restores_the_terminal() {
     assert!(status.success());
     let pane = t.wait_for("the shell", |p| p.contains("WL-EXITED-"));
     assert!(
-        !pane.contains("3 world lines"),
+        !pane.contains("─ world lines"),
         "alternate screen left:\n{pane}"
     );
 }

@@ -15,7 +15,7 @@ use tempfile::TempDir;
 use worldline::denwa::{DMail, DenwaRenji, DenwaServer, ServerConfig};
 use worldline::kimi_writer::{Message, SessionWriter};
 use worldline::model::{Marker, Role};
-use worldline::ui::app::{Action, App, Effect, Overlay};
+use worldline::ui::app::{Action, App, Denwa, Effect, Live, Overlay};
 use worldline::ui::compose::{self, Note};
 use worldline::ui::keys::{self, Mode};
 use worldline::ui::theme::Theme;
@@ -85,7 +85,7 @@ fn app_on(dir: &Path, w: u16, h: u16) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(w, h));
     // The header would show the temp dir's random name.
     app.work_dir = Some("/home/user/tally".into());
-    app.update(Action::Snapshot(Arc::new(Session::load(dir).unwrap())));
+    app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
     app
 }
 
@@ -95,11 +95,11 @@ fn run(app: &mut App, mut effect: Effect) -> Effect {
         effect = match effect {
             Effect::Probe(target) => {
                 let live = compose::probe(&target);
-                app.update(Action::Probed { target, live })
+                app.update(Denwa::Probed { target, live })
             }
             Effect::SendDMail(request) => {
                 let reply = compose::send(&request);
-                app.update(Action::DMailReply { request, reply })
+                app.update(Denwa::Reply { request, reply })
             }
             other => return other,
         };
@@ -160,6 +160,10 @@ fn rec(app: &App, line: usize, i: usize) -> RecordRef {
 fn select_at(app: &mut App, line: usize, i: usize) {
     let r = rec(app, line, i);
     let row = app.rows.row_of(r).expect("record shown");
+    // A step row stands for its records: show every record to pick one.
+    if app.rows.row_at(app.rows.position_of(row)) != Some(row) {
+        app.update(Action::Every);
+    }
     let pos = app.rows.position_of(row);
     app.update(Action::Top);
     app.update(Action::Move(pos as isize));
@@ -372,7 +376,7 @@ fn composing_ignores_the_mouse_and_graph_keys() {
         row: 3,
         modifiers: KeyModifiers::NONE,
     });
-    assert!(keys::action_for(Mode::Compose, &click).is_none());
+    assert!(keys::message_for(Mode::Compose, &click).is_none());
     let cursor = app.cursor;
     app.update(Action::Click(Position::new(5, 3)));
     app.update(Action::Wheel(3));
@@ -406,7 +410,7 @@ fn the_view_moves_to_the_new_world_line_when_the_revert_lands() {
     s.writer
         .message(&Message::assistant("end of the step"))
         .unwrap();
-    app.update(Action::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
+    app.update(Live::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
     assert!(app.pending_jump.is_some());
 
     // The agent applies the D-Mail at the end of its step.
@@ -414,7 +418,7 @@ fn the_view_moves_to_the_new_world_line_when_the_revert_lands() {
     s.writer
         .revert_to_checkpoint(d.checkpoint_id, &d.message)
         .unwrap();
-    app.update(Action::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
+    app.update(Live::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
     assert!(app.pending_jump.is_none());
     let new = 2;
     assert_eq!(app.focus, new);
@@ -431,7 +435,7 @@ fn the_view_moves_to_the_new_world_line_when_the_revert_lands() {
 
     // Follow keeps the new world line's head in view as it grows.
     s.writer.message(&Message::assistant("after")).unwrap();
-    app.update(Action::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
+    app.update(Live::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
     assert_eq!(app.selected().unwrap().line, new);
     assert!(app.cursor >= app.scroll);
 }

@@ -1,7 +1,8 @@
 //! Snapshot tests of the main screens on the fixtures, drawn with ratatui's
-//! TestBackend at 80×24 and 120×40 (colours off, as with NO_COLOR). Also
-//! checks that untrusted text never reaches the terminal raw and that wide
-//! characters keep columns aligned.
+//! TestBackend at 80×24 and 120×40: colours off (as with NO_COLOR), and a
+//! colour snapshot where each cell's colour is written under its glyph.
+//! Also checks that untrusted text never reaches the terminal raw and that
+//! wide characters keep columns aligned.
 
 mod common;
 
@@ -15,7 +16,7 @@ use ratatui::crossterm::event::KeyCode;
 use ratatui::layout::Size;
 use ratatui::Terminal;
 use worldline::session::SessionSummary;
-use worldline::ui::app::{Action, App};
+use worldline::ui::app::{App, Live};
 use worldline::ui::theme::Theme;
 use worldline::ui::view;
 use worldline::worldline::Session;
@@ -26,7 +27,9 @@ fn fixture_dir(name: &str) -> std::path::PathBuf {
 
 fn app_on_dir(dir: &Path, w: u16, h: u16) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(w, h));
-    app.update(Action::Snapshot(Arc::new(Session::load(dir).unwrap())));
+    // The checkout's path would show in the header; this stands for it.
+    app.work_dir = Some("~/project".into());
+    app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
     app
 }
 
@@ -43,14 +46,99 @@ fn render(app: &mut App) -> String {
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
 
+/// The screen with each cell's foreground colour on a line under its
+/// glyphs: one letter per colour, `.` for the default.
+fn render_colour(app: &mut App) -> String {
+    use ratatui::style::Color;
+    app.prepare();
+    let mut term = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    term.draw(|f| view::draw(f, app)).unwrap();
+    let buf = term.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let mut glyphs = String::new();
+        let mut inks = String::new();
+        let mut x = 0;
+        while x < buf.area.width {
+            let cell = &buf[(x, y)];
+            glyphs.push_str(cell.symbol());
+            let ink = match cell.fg {
+                Color::Reset => '.',
+                Color::Cyan => 'c',
+                Color::Magenta => 'm',
+                Color::Yellow => 'y',
+                Color::Green => 'g',
+                Color::LightBlue => 'b',
+                Color::LightRed => 'r',
+                Color::LightYellow => 'Y',
+                Color::LightCyan => 'C',
+                Color::LightGreen => 'G',
+                Color::LightMagenta => 'M',
+                _ => '?',
+            };
+            let w = unicode_width::UnicodeWidthStr::width(cell.symbol()).max(1);
+            for _ in 0..w {
+                inks.push(ink);
+            }
+            x += w as u16;
+        }
+        out.push_str(glyphs.trim_end());
+        out.push('\n');
+        out.push_str(inks.trim_end_matches('.'));
+        out.push('\n');
+    }
+    out
+}
+
 #[test]
-fn graph() {
+fn steps_and_map() {
     for (w, h) in SIZES {
+        // Opens on the current head: the map names every line with its reason.
         let mut app = app_on("dmail_twice", w, h);
-        insta::assert_snapshot!(format!("graph_{w}x{h}"), render(&mut app));
+        let screen = render(&mut app);
+        for reason in [
+            "the first world line",
+            "← D-Mail from α at ⚑2",
+            "← D-Mail from β at ⚑3",
+        ] {
+            assert!(screen.contains(reason), "{reason}: {screen}");
+        }
+        insta::assert_snapshot!(format!("steps_{w}x{h}"), screen);
         // The middle of the story: the first D-Mail and the branch it made.
-        press(&mut app, "]]");
-        insta::assert_snapshot!(format!("graph_dmail_{w}x{h}"), render(&mut app));
+        press(&mut app, "g]]");
+        insta::assert_snapshot!(format!("steps_dmail_{w}x{h}"), render(&mut app));
+        // A step unfolded: its records under it, bookkeeping still hidden.
+        press_code(&mut app, KeyCode::Enter);
+        let unfolded = render(&mut app);
+        assert!(!unfolded.contains("CHECKPOINT"), "{unfolded}");
+        insta::assert_snapshot!(format!("steps_unfolded_{w}x{h}"), unfolded);
+        // Every record, as before steps.
+        press(&mut app, "a");
+        insta::assert_snapshot!(format!("every_record_{w}x{h}"), render(&mut app));
+    }
+}
+
+#[test]
+fn colour() {
+    for (w, h) in SIZES {
+        let mut app = App::new(Theme { color: true }, false, Size::new(w, h));
+        app.work_dir = Some("~/project".into());
+        app.update(Live::Snapshot(Arc::new(
+            Session::load(&fixture_dir("dmail_twice")).unwrap(),
+        )));
+        insta::assert_snapshot!(format!("colour_steps_{w}x{h}"), render_colour(&mut app));
+    }
+}
+
+#[test]
+fn compaction_and_clear_are_not_time_travel() {
+    for name in ["with_compact", "with_clear"] {
+        let mut app = app_on(name, 120, 40);
+        let screen = render(&mut app);
+        let (body, _footer) = screen.trim_end().rsplit_once('\n').unwrap();
+        assert!(!body.contains("D-Mail"), "{screen}");
+        assert!(screen.contains(if name == "with_compact" { '⊜' } else { '∅' }));
+        insta::assert_snapshot!(format!("{name}_120x40"), screen);
     }
 }
 
@@ -58,12 +146,12 @@ fn graph() {
 fn detail() {
     for (w, h) in SIZES {
         let mut app = app_on("dmail_twice", w, h);
-        press(&mut app, "]]]");
+        press(&mut app, "ag]]]");
         press_code(&mut app, KeyCode::Enter);
         insta::assert_snapshot!(format!("detail_injection_{w}x{h}"), render(&mut app));
     }
     let mut app = app_on("thinking_tools", 120, 40);
-    press(&mut app, "G");
+    press(&mut app, "aG");
     for _ in 0..30 {
         let r = app.selected().unwrap();
         let meta = app.session.as_ref().unwrap().record(r).unwrap().clone();
@@ -108,7 +196,7 @@ fn picker() {
 fn search() {
     for (w, h) in SIZES {
         let mut app = app_on("dmail_twice", w, h);
-        press(&mut app, "/Fold");
+        press(&mut app, "g/Fold");
         insta::assert_snapshot!(format!("search_prompt_{w}x{h}"), render(&mut app));
         submit_search(&mut app);
         press(&mut app, "n");
@@ -128,10 +216,31 @@ fn subagent() {
 }
 
 #[test]
-fn collapsed_and_filtered() {
+fn filter_menu_and_filtered() {
     let mut app = app_on("dmail_twice", 80, 24);
-    press(&mut app, "c");
-    insta::assert_snapshot!("collapsed_80x24", render(&mut app));
+    press(&mut app, "f");
+    insta::assert_snapshot!("filter_menu_80x24", render(&mut app));
+    press(&mut app, "jj");
+    press_code(&mut app, KeyCode::Enter);
+    insta::assert_snapshot!("filtered_user_80x24", render(&mut app));
+}
+
+#[test]
+fn the_footer_keeps_help_and_quit_at_80x24() {
+    let mut app = app_on("thinking_tools", 80, 24);
+    let screen = render(&mut app);
+    let footer = screen.lines().last().unwrap();
+    assert!(footer.contains("? help  q quit"), "{footer}");
+    press_code(&mut app, KeyCode::Enter);
+    press(&mut app, "j");
+    press_code(&mut app, KeyCode::Enter);
+    assert!(app.expanded);
+    let screen = render(&mut app);
+    let footer = screen.lines().last().unwrap();
+    assert!(
+        footer.contains("Esc/Enter back") && footer.contains("q quit"),
+        "{footer}"
+    );
 }
 
 /// A session whose text tries escape sequences and mixes wide characters.
@@ -156,7 +265,7 @@ fn escapes_are_shown_not_executed_and_wide_text_aligns() {
     let mut app = app_on_dir(&tmp.path().join("hostile-session"), 80, 24);
     // The temp dir's name changes every run; the header shows this instead.
     app.work_dir = Some("~/hostile".into());
-    press(&mut app, "jj");
+    press(&mut app, "agjjj");
     app.prepare();
     let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();
     term.draw(|f| view::draw(f, &app)).unwrap();
@@ -182,4 +291,58 @@ fn escapes_are_shown_not_executed_and_wide_text_aligns() {
     assert_eq!(ends.len(), 2, "two assistant rows");
     assert_eq!(ends[0], ends[1], "wide characters keep columns aligned");
     insta::assert_snapshot!("hostile_80x24", term.backend().to_string());
+}
+
+/// Four world lines, each made by a D-Mail from the one before.
+fn four_lines() -> tempfile::TempDir {
+    use common::{assistant, cp, cp_note, dmail_call, dmail_ok, revert, sys, turn, usage};
+    let tmp = tempfile::tempdir().unwrap();
+    let step = |n: i64, text: &str| vec![cp(n), cp_note(n), usage(900 + n as u64), assistant(text)];
+    let mut alpha = vec![sys()];
+    alpha.extend(turn(0, "fix the tally crash", "Looking at the layout."));
+    alpha.extend(step(1, "Reading the parser."));
+    alpha.extend(step(2, "Patching one bug."));
+    alpha.push(dmail_call("d1", "two bugs, fix both", 1));
+    alpha.push(dmail_ok("d1"));
+    let mut beta = revert(&alpha, 1, "two bugs, fix both");
+    beta.extend(step(2, "Fixing both bugs."));
+    beta.extend(step(3, "Tests fail on blank lines."));
+    beta.push(dmail_call("d2", "blank lines too", 2));
+    beta.push(dmail_ok("d2"));
+    let mut gamma = revert(&beta, 2, "blank lines too");
+    gamma.extend(step(3, "All three fixed."));
+    gamma.push(dmail_call("d3", "add a test first", 0));
+    gamma.push(dmail_ok("d3"));
+    let mut delta = revert(&gamma, 0, "add a test first");
+    delta.extend(step(1, "Writing the test first."));
+    // A fixed name: the session id shows in the header.
+    let dir = tmp.path().join("four-lines");
+    std::fs::create_dir(&dir).unwrap();
+    common::write(&dir, "context_1.jsonl", &alpha);
+    common::write(&dir, "context_2.jsonl", &beta);
+    common::write(&dir, "context_3.jsonl", &gamma);
+    common::write(&dir, "context.jsonl", &delta);
+    tmp
+}
+
+#[test]
+fn four_world_lines_are_named_on_the_first_screen() {
+    let tmp = four_lines();
+    for (w, h) in SIZES {
+        let mut app = app_on_dir(&tmp.path().join("four-lines"), w, h);
+        let screen = render(&mut app);
+        for (name, reason) in [
+            ("α", "the first world line"),
+            ("β", "← D-Mail from α at ⚑2 → ⚑1"),
+            ("γ", "← D-Mail from β at ⚑3 → ⚑2"),
+            ("δ", "← D-Mail from γ at ⚑3 → ⚑0"),
+        ] {
+            let row = screen
+                .lines()
+                .find(|l| l.contains(reason))
+                .unwrap_or_else(|| panic!("{reason} at {w}x{h}:\n{screen}"));
+            assert!(row.contains(name), "{row}");
+        }
+        insta::assert_snapshot!(format!("four_lines_{w}x{h}"), screen);
+    }
 }

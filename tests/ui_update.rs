@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::{Position, Size};
 use worldline::model::{Marker, Role};
-use worldline::ui::app::{Action, App, Effect, LiveState, Overlay};
+use worldline::ui::app::{Action, App, Effect, Live, LiveState, Msg, Overlay};
 use worldline::ui::compose::NOT_A_CHECKPOINT;
 use worldline::ui::keys::{self, Mode};
 use worldline::ui::theme::Theme;
@@ -23,7 +23,7 @@ fn fixture(name: &str) -> Arc<Session> {
 
 fn app_on(name: &str) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(80, 24));
-    app.update(Action::Snapshot(fixture(name)));
+    app.update(Live::Snapshot(fixture(name)));
     app
 }
 
@@ -32,73 +32,151 @@ fn selected_meta(app: &App) -> worldline::model::RecordMeta {
     app.session.as_ref().unwrap().record(r).unwrap().clone()
 }
 
+/// The records the visible rows stand for (a step's head, or the record).
+fn visible_metas(app: &App) -> Vec<worldline::model::RecordMeta> {
+    let fam = &app.session.as_ref().unwrap().agents[app.agent].family;
+    (0..app.rows.len())
+        .map(|i| {
+            let r = app.rows.record_of(app.rows.row_at(i).unwrap()).unwrap();
+            fam.record(r).unwrap().clone()
+        })
+        .collect()
+}
+
 #[test]
-fn opens_at_the_top_of_the_current_world_line() {
+fn a_static_session_opens_on_its_current_head() {
     let app = app_on("dmail_twice");
     assert_eq!(app.live, LiveState::Static);
     assert_eq!(
         app.focus, 2,
         "focus is the current world line (context.jsonl)"
     );
-    assert_eq!(app.cursor, 0);
-    assert_eq!(selected_meta(&app).role, Role::SystemPrompt);
+    assert_eq!(app.cursor, app.rows.len() - 1, "the head is selected");
+    let r = app.selected().unwrap();
+    assert_eq!(r.line, 2);
+    assert!(app.rows.step_rows(app.rows.row_at(app.cursor).unwrap()).end == app.rows.total);
     // 16 records of α, then β's and γ's own records.
     assert_eq!(app.rows.total, 16 + (19 - 6) + (15 - 9));
 }
 
 #[test]
-fn moving_clamps_and_pages() {
+fn one_row_per_step_and_no_bare_bookkeeping() {
     let mut app = app_on("dmail_twice");
+    // α: the system prompt, ⚑0 ⚑1 ⚑2; β: its D-Mail, ⚑2 ⚑3; γ: its D-Mail, ⚑3.
+    assert_eq!(app.rows.len(), 9);
+    assert_eq!(app.rows.step_count(), 9);
+    for m in visible_metas(&app) {
+        assert!(
+            !matches!(m.marker.as_deref(), Some(Marker::CheckpointNote(_)))
+                && m.role != Role::Usage,
+            "{m:?}"
+        );
+    }
+    // The detail pane reads a folded step through its lead, not its ⚑.
+    press(&mut app, "g");
+    press(&mut app, "jj");
+    let lead = app.detail_record().unwrap();
+    let fam = &app.session.as_ref().unwrap().agents[0].family;
+    assert_eq!(fam.record(lead).unwrap().role, Role::Assistant);
+    assert_eq!(selected_meta(&app).role, Role::Checkpoint);
+    // Enter unfolds the step: its records show under it, bookkeeping not.
+    let head = app.cursor;
+    press_code(&mut app, KeyCode::Enter);
+    assert!(!app.expanded);
+    assert!(app.rows.len() > 9);
+    assert_eq!(app.cursor, head, "the head stays selected");
+    let unfolded = visible_metas(&app);
+    assert!(unfolded.iter().any(|m| m.role == Role::Tool));
+    assert!(unfolded
+        .iter()
+        .all(|m| !matches!(m.marker.as_deref(), Some(Marker::CheckpointNote(_)))));
+    // Enter on a record of the step opens it whole; ← folds the step.
+    press(&mut app, "j");
+    assert_eq!(selected_meta(&app).role, Role::Assistant);
+    press_code(&mut app, KeyCode::Enter);
+    assert!(app.expanded);
+    press_code(&mut app, KeyCode::Esc);
+    press_code(&mut app, KeyCode::Left);
+    assert_eq!(app.rows.len(), 9);
+    assert_eq!(app.cursor, head);
+    // a (or Ctrl-O) shows every record; again goes back to steps.
+    press(&mut app, "a");
+    assert_eq!(app.rows.len(), app.rows.total);
+    press(&mut app, "a");
+    assert_eq!(app.rows.len(), 9);
+}
+
+#[test]
+fn moving_clamps_and_pages() {
+    let mut app = app_on("thinking_tools");
+    press(&mut app, "g");
     press(&mut app, "k");
     assert_eq!(app.cursor, 0);
-    press(&mut app, "jjj");
-    assert_eq!(app.cursor, 3);
+    press(&mut app, "jj");
+    assert_eq!(app.cursor, 2);
     press(&mut app, "G");
     assert_eq!(app.cursor, app.rows.len() - 1);
     press(&mut app, "j");
     assert_eq!(app.cursor, app.rows.len() - 1);
     press(&mut app, "g");
     assert_eq!(app.cursor, 0);
-    press_code(&mut app, KeyCode::PageDown);
-    assert!(app.cursor > 5);
     press_code(&mut app, KeyCode::End);
-    assert!(app.scroll > 0, "the selection stays in view");
-    let h = worldline::ui::view::areas(app.size, false).graph.height as usize;
+    let h = app.areas().graph.height as usize;
     assert!(app.cursor >= app.scroll && app.cursor < app.scroll + h);
 }
 
 #[test]
-fn brackets_walk_forks_and_dmails() {
+fn jumps_keep_rows_of_context_around_the_selection() {
+    let mut app = App::new(Theme { color: false }, false, Size::new(80, 24));
+    app.update(Live::Snapshot(fixture("dmail_twice")));
+    press(&mut app, "a");
+    press(&mut app, "g");
+    let h = app.areas().graph.height as usize;
+    let off = worldline::ui::geometry::scroll_off(h);
+    assert!(off > 0);
+    for _ in 0..app.rows.len() {
+        press(&mut app, "j");
+        if app.cursor + 1 < app.rows.len() - off {
+            assert!(
+                app.cursor + off < app.scroll + h,
+                "{off} rows stay below the selection"
+            );
+        }
+    }
+    press(&mut app, "g");
+    press(&mut app, "]]]");
+    assert!(app.cursor >= app.scroll + off, "and above it after a jump");
+}
+
+#[test]
+fn brackets_walk_forks_and_dmails_step_by_step() {
     let mut app = app_on("dmail_twice");
-    press(&mut app, "]");
-    // The fork point: the last record β shares with α (CHECKPOINT 1 note).
-    assert_eq!(
-        selected_meta(&app).marker.as_deref(),
-        Some(&Marker::CheckpointNote(1))
-    );
-    press(&mut app, "]");
-    let m = selected_meta(&app);
-    assert!(m.tool_calls.iter().any(|c| c.name == "SendDMail"));
-    assert_eq!(app.focus, 0, "the sender lives on α");
-    press(&mut app, "]");
-    assert!(
-        matches!(selected_meta(&app).marker.as_deref(), Some(Marker::DMailInjection(m)) if m.starts_with("First fold"))
-    );
-    assert_eq!(app.focus, 1, "the injection begins β");
-    press(&mut app, "[");
-    assert!(selected_meta(&app)
-        .tool_calls
-        .iter()
-        .any(|c| c.name == "SendDMail"));
-    press(&mut app, "G]");
+    press(&mut app, "g");
+    let mut stops = Vec::new();
+    for _ in 0..10 {
+        let before = app.cursor;
+        press(&mut app, "]");
+        if app.cursor == before {
+            break;
+        }
+        stops.push(app.cursor);
+    }
+    assert!(stops.windows(2).all(|w| w[0] < w[1]), "{stops:?}");
     assert!(app.status.as_deref().unwrap().contains("no more"));
+    // The stops include both D-Mail landings, each the first step of its line.
+    for line in [1, 2] {
+        let first = app.rows.position_of(app.rows.line_rows(line).start);
+        assert!(stops.contains(&first), "{line}: {stops:?}");
+    }
+    press(&mut app, "[");
+    assert!(app.cursor < *stops.last().unwrap());
 }
 
 #[test]
 fn switching_world_lines_keeps_the_equivalent_point() {
     let mut app = app_on("dmail_twice");
     // A shared record stays selected; only the focus changes.
-    press(&mut app, "jj");
+    press(&mut app, "gjj");
     let before = app.selected();
     press(&mut app, "l");
     assert_eq!(app.focus, 0, "Tab/l wraps from γ to α");
@@ -106,64 +184,83 @@ fn switching_world_lines_keeps_the_equivalent_point() {
     press(&mut app, "l");
     assert_eq!(app.focus, 1);
     assert_eq!(app.selected(), before);
-    // On α's SendDMail call (not on β), l goes to β's record at that position.
-    press(&mut app, "h]]");
-    assert_eq!(app.focus, 0);
-    let on_alpha = app.selected().unwrap();
+    assert!(app
+        .status
+        .as_deref()
+        .unwrap()
+        .starts_with("β: back to ⚑1 from α"));
     press_code(&mut app, KeyCode::Tab);
+    assert_eq!(app.focus, 2);
+    press_code(&mut app, KeyCode::BackTab);
     assert_eq!(app.focus, 1);
-    let r = app.selected().unwrap();
-    assert_ne!(r, on_alpha);
-    assert_eq!(r.record, on_alpha.record);
-    assert!(app.on_line(1, r));
-    press_code(&mut app, KeyCode::Left);
-    assert_eq!(app.focus, 0);
 }
 
 #[test]
-fn filter_and_collapse_keep_the_structure() {
+fn the_filter_menu_counts_and_keeps_the_structure() {
     let mut app = app_on("dmail_twice");
-    let all = app.rows.len();
     press(&mut app, "f");
-    assert!(app.status.as_deref().unwrap().contains("user"));
-    assert!(app.rows.len() < all);
-    let fam = &app.session.as_ref().unwrap().agents[0].family;
-    let mut roles = Vec::new();
-    for i in 0..app.rows.len() {
-        let r = app.rows.record_of(app.rows.row_at(i).unwrap()).unwrap();
-        roles.push(fam.record(r).unwrap().role.clone());
+    assert!(matches!(app.overlay, Overlay::Filter { sel: 0 }));
+    let items = app.filter_items();
+    assert_eq!(items[0].count, 9, "steps");
+    assert_eq!(items[1].count, app.rows.total, "every record");
+    let user = items
+        .iter()
+        .position(|i| i.label == "user messages")
+        .unwrap();
+    let read = items.iter().find(|i| i.label == "tool ReadFile").unwrap();
+    assert_eq!(read.count, 1);
+    // Pick "user messages": no checkpoint notes, D-Mails still shown.
+    for _ in 0..user {
+        press(&mut app, "j");
     }
-    assert!(roles.contains(&Role::User));
-    // D-Mail calls stay whatever the filter, so the story still reads.
-    assert!(roles.contains(&Role::Assistant));
-    // Usage rows show only as a world line's last record.
-    assert!(roles.iter().filter(|r| **r == Role::Usage).count() <= 3);
-    press(&mut app, "ffff");
-    assert!(
-        app.status.as_deref().unwrap().contains("tool ReadFile"),
-        "{:?}",
-        app.status
-    );
-    for _ in 0..20 {
-        press(&mut app, "f");
-        if app.filter.role == worldline::ui::rows::RoleFilter::All {
-            break;
-        }
-    }
-    assert_eq!(app.rows.len(), all);
-    press(&mut app, "c");
-    assert!(app.rows.len() < all);
+    press_code(&mut app, KeyCode::Enter);
+    assert_eq!(app.overlay, Overlay::None);
+    assert!(app.status.as_deref().unwrap().contains("user messages"));
+    let metas = visible_metas(&app);
+    assert!(metas
+        .iter()
+        .any(|m| m.role == Role::User && m.marker.is_none()));
+    assert!(metas
+        .iter()
+        .all(|m| !matches!(m.marker.as_deref(), Some(Marker::CheckpointNote(_)))));
+    assert!(metas
+        .iter()
+        .any(|m| m.tool_calls.iter().any(|c| c.name == "SendDMail")));
+    // Esc closes the menu without changing anything; then back to steps.
+    let n = app.rows.len();
+    press(&mut app, "f");
+    press_code(&mut app, KeyCode::Esc);
+    assert_eq!(app.rows.len(), n);
+    press(&mut app, "f");
+    press(&mut app, "g");
+    press_code(&mut app, KeyCode::Enter);
+    assert_eq!(app.rows.len(), 9);
+}
+
+#[test]
+fn e_jumps_to_errors_and_refused_dmails() {
+    let mut app = app_on("dmail_errors");
+    press(&mut app, "g");
+    press(&mut app, "e");
+    assert_eq!(app.status.as_deref(), Some("tool error"));
+    let first = app.cursor;
+    // The step holds a refused D-Mail's result.
     let fam = &app.session.as_ref().unwrap().agents[0].family;
-    let checkpoints = (0..app.rows.len())
-        .filter(|&i| {
-            let r = app.rows.record_of(app.rows.row_at(i).unwrap()).unwrap();
-            fam.record(r).unwrap().role == Role::Checkpoint
-        })
-        .count();
-    // α owns checkpoints 0-2, β its new 2 and 3, γ its new 3.
-    assert_eq!(checkpoints, 6);
-    press(&mut app, "c");
-    assert_eq!(app.rows.len(), all);
+    let rows = app.rows.step_rows(app.rows.row_at(first).unwrap());
+    assert!(rows.clone().any(|row| {
+        let r = app.rows.record_of(row).unwrap();
+        matches!(
+            fam.record(r).unwrap().marker.as_deref(),
+            Some(Marker::DMailResult(Err(_)))
+        )
+    }));
+    press(&mut app, "e");
+    assert!(app.cursor > first);
+    press(&mut app, "E");
+    assert_eq!(app.cursor, first);
+    press(&mut app, "G");
+    press(&mut app, "e");
+    assert!(app.status.as_deref().unwrap().contains("no more errors"));
 }
 
 fn run_search(app: &mut App, query: &str) {
@@ -174,18 +271,45 @@ fn run_search(app: &mut App, query: &str) {
 }
 
 #[test]
-fn search_is_smart_case_and_n_cycles() {
+fn search_is_smart_case_counts_i_of_n_and_survives_snapshots() {
     let mut app = app_on("dmail_twice");
+    press(&mut app, "a");
     run_search(&mut app, "fold");
     assert!(!app.search.running);
     // Two SendDMail calls, two injections, two "Folding context." texts share rows.
     assert!(app.search.hits.len() >= 4, "{:?}", app.search.hits);
+    let n = app.search.hits.len();
+    assert!(app
+        .status
+        .as_deref()
+        .unwrap()
+        .contains(&format!("hit 1/{n}")));
     let first = app.cursor;
-    assert!(app.status.as_deref().unwrap().contains("matches"));
     press(&mut app, "n");
     assert!(app.cursor > first);
+    assert!(app
+        .status
+        .as_deref()
+        .unwrap()
+        .contains(&format!("hit 2/{n}")));
+    // A live snapshot keeps the hits and the place among them.
+    app.update(Live::Snapshot(fixture("dmail_twice")));
+    assert_eq!(app.search.hits.len(), n);
     press(&mut app, "N");
     assert_eq!(app.cursor, first);
+    assert!(app
+        .status
+        .as_deref()
+        .unwrap()
+        .contains(&format!("hit 1/{n}")));
+    // In the step view several hits can share a step: n still walks them all.
+    press(&mut app, "a");
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..n {
+        press(&mut app, "n");
+        seen.insert(app.status.clone().unwrap());
+    }
+    assert_eq!(seen.len(), n, "{seen:?}");
     let lower = app.search.hits.len();
     run_search(&mut app, "Fold");
     assert!(
@@ -198,12 +322,67 @@ fn search_is_smart_case_and_n_cycles() {
     assert!(app.search.input.is_none());
 }
 
+/// A kimi-cli session dir holding dmail_twice's first `lines` world lines
+/// (as they were on disk when that many existed).
+fn growing(dir: &std::path::Path, lines: usize) {
+    let src = common::fixture_session("kimi-cli", "dmail_twice");
+    let copy = |from: &str, to: &str| std::fs::copy(src.join(from), dir.join(to)).unwrap();
+    match lines {
+        2 => {
+            copy("context_1.jsonl", "context_1.jsonl");
+            copy("context_2.jsonl", "context.jsonl");
+        }
+        _ => {
+            copy("context_2.jsonl", "context_2.jsonl");
+            copy("context.jsonl", "context.jsonl");
+        }
+    }
+}
+
+#[test]
+fn following_shows_the_leap_to_a_new_world_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    growing(tmp.path(), 2);
+    let mut app = App::new(Theme { color: false }, true, Size::new(80, 24));
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    assert_eq!(app.focus, 1);
+    assert!(app.leap.is_none());
+    growing(tmp.path(), 3);
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    let leap = app
+        .leap
+        .expect("a new world line while following is a leap");
+    assert_eq!(leap.line, 2);
+    assert_eq!(app.focus, 2);
+    // The new line's first step (the D-Mail that made it) is selected, and
+    // the map's arc for it is lit; the status says what happened.
+    let first = app.rows.position_of(app.rows.line_rows(2).start);
+    assert_eq!(app.cursor, first);
+    assert!(
+        app.status
+            .as_deref()
+            .unwrap()
+            .contains("new world line · γ: back to ⚑2 from β"),
+        "{:?}",
+        app.status
+    );
+    assert!(app.follow, "following resumes after the leap");
+    // Once the leap has been shown, the next snapshot follows the head again.
+    app.leap = Some(worldline::ui::app::Leap {
+        line: 2,
+        until: std::time::Instant::now(),
+    });
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    assert!(app.leap.is_none());
+    assert_eq!(app.cursor, app.rows.len() - 1);
+}
+
 #[test]
 fn selection_survives_snapshots_and_follow_jumps_to_the_newest() {
     let mut app = app_on("dmail_twice");
-    press(&mut app, "]]");
+    press(&mut app, "g]]");
     let sel = app.selected();
-    app.update(Action::Snapshot(fixture("dmail_twice")));
+    app.update(Live::Snapshot(fixture("dmail_twice")));
     assert_eq!(app.selected(), sel);
     assert_eq!(
         app.live,
@@ -217,10 +396,10 @@ fn selection_survives_snapshots_and_follow_jumps_to_the_newest() {
     assert!(!app.follow, "moving by hand stops following");
     press(&mut app, "F");
     press(&mut app, "g");
-    app.update(Action::Snapshot(fixture("dmail_twice")));
+    app.update(Live::Snapshot(fixture("dmail_twice")));
     assert!(!app.follow);
     let mut following = App::new(Theme { color: false }, true, Size::new(80, 24));
-    following.update(Action::Snapshot(fixture("dmail_twice")));
+    following.update(Live::Snapshot(fixture("dmail_twice")));
     assert_eq!(following.cursor, following.rows.len() - 1);
     assert_eq!(following.live, LiveState::Live);
 }
@@ -229,16 +408,17 @@ fn selection_survives_snapshots_and_follow_jumps_to_the_newest() {
 fn a_repeated_snapshot_does_not_make_a_static_session_live() {
     let mut app = app_on("dmail_twice");
     assert_eq!(app.live, LiveState::Static);
-    app.update(Action::Snapshot(fixture("dmail_twice")));
+    app.update(Live::Snapshot(fixture("dmail_twice")));
     assert_eq!(app.live, LiveState::Static, "same files, same bytes");
-    app.update(Action::Snapshot(fixture("dmail_basic")));
+    app.update(Live::Snapshot(fixture("dmail_basic")));
     assert_eq!(app.live, LiveState::Live, "the files changed");
 }
 
 #[test]
 fn subagents_enter_and_escape_back() {
     let mut app = app_on("subagent");
-    press(&mut app, "jjj");
+    press(&mut app, "a");
+    press(&mut app, "gjjj");
     let before = app.selected();
     press(&mut app, "s");
     assert_eq!(app.overlay, Overlay::Subagents { sel: 0 });
@@ -264,13 +444,14 @@ fn subagents_enter_and_escape_back() {
 #[test]
 fn help_dmail_hint_expand_and_quit() {
     let mut app = app_on("dmail_twice");
-    press(&mut app, "?");
+    press(&mut app, "g?");
     assert_eq!(app.overlay, Overlay::Help);
     press(&mut app, "j");
     assert_eq!(app.overlay, Overlay::None);
     assert_eq!(app.cursor, 0, "the key that closes help does nothing else");
     press(&mut app, "d");
     assert_eq!(app.status.as_deref(), Some(NOT_A_CHECKPOINT));
+    press(&mut app, "a");
     press_code(&mut app, KeyCode::Enter);
     assert!(app.expanded);
     press_code(&mut app, KeyCode::PageDown);
@@ -286,16 +467,29 @@ fn help_dmail_hint_expand_and_quit() {
 }
 
 #[test]
-fn mouse_clicks_select_and_the_wheel_scrolls() {
+fn mouse_clicks_select_rows_and_map_tracks() {
     let mut app = app_on("dmail_twice");
-    let g = worldline::ui::view::areas(app.size, false).graph;
-    app.update(Action::Click(Position::new(g.x + 5, g.y + 4)));
+    press(&mut app, "g");
+    let a = app.areas();
+    app.update(Action::Click(Position::new(a.graph.x + 5, a.graph.y + 4)));
     assert_eq!(app.cursor, 4);
     app.update(Action::Wheel(3));
     assert_eq!(app.cursor, 7);
     app.update(Action::Click(Position::new(0, 0)));
-    assert_eq!(app.cursor, 7, "clicks outside the graph select nothing");
-    app.update(Action::Resize(Size::new(120, 40)));
+    assert_eq!(app.cursor, 7, "clicks on the header select nothing");
+    // The map's second track row is β: a click goes to where β begins.
+    app.update(Action::Click(Position::new(10, a.map.y + 2)));
+    assert_eq!(app.focus, 1);
+    assert_eq!(
+        app.cursor,
+        app.rows.position_of(app.rows.line_rows(1).start)
+    );
+    // m hides the map and gives its rows to the list.
+    let h = app.areas().graph.height;
+    press(&mut app, "m");
+    assert_eq!(app.areas().map.height, 0);
+    assert!(app.areas().graph.height > h);
+    app.update(Msg::Resize(Size::new(120, 40)));
     assert_eq!(app.size, Size::new(120, 40));
 }
 
@@ -312,4 +506,39 @@ fn picker_opens_the_chosen_session() {
     };
     assert_eq!(dir, other.dir);
     assert!(matches!(press(&mut app, "q"), Effect::Quit));
+}
+
+#[test]
+fn d_on_a_folded_step_targets_its_checkpoint() {
+    // γ's first step begins with its D-Mail, after the ⚑2 it shares with β.
+    let mut app = app_on("dmail_twice");
+    let first = app.rows.position_of(app.rows.line_rows(2).start);
+    press(&mut app, "g");
+    for _ in 0..first {
+        press(&mut app, "j");
+    }
+    assert_eq!(
+        selected_meta(&app)
+            .marker
+            .as_deref()
+            .map(|m| matches!(m, Marker::DMailInjection(_))),
+        Some(true)
+    );
+    let Effect::Probe(target) = press(&mut app, "d") else {
+        panic!("d asks whether the agent is live: {:?}", app.status);
+    };
+    assert_eq!(target.checkpoint, 2);
+}
+
+#[test]
+fn only_input_reaches_a_popup() {
+    let mut app = app_on("dmail_twice");
+    press(&mut app, "?");
+    // Messages from the follower, the search worker or a resize are not
+    // keys: the help stays open.
+    app.update(Live::Snapshot(fixture("dmail_twice")));
+    app.update(Msg::Resize(Size::new(100, 30)));
+    assert_eq!(app.overlay, Overlay::Help);
+    press(&mut app, "j");
+    assert_eq!(app.overlay, Overlay::None);
 }

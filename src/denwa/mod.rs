@@ -24,5 +24,5 @@ pub use discovery::{
 pub use error::DenwaError;
 pub use protocol::{Hello, Status, MAX_LINE, PROTOCOL};
 pub use renji::{DMail, DenwaRenji, DenwaRenjiError};
-pub use send::{resolve_target, send_command, status_text};
+pub use send::{resolve_target, send_command, status_text, SendOptions};
 pub use server::{DenwaServer, ServerConfig};

@@ -11,15 +11,27 @@ use std::process::ExitCode;
 use super::client::DenwaClient;
 use super::error::DenwaError;
 use super::protocol::Status;
-use crate::cli::SendArgs;
 use crate::text::sanitize_message;
+
+/// What `worldline send` was asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct SendOptions {
+    /// Session directory (or id), or the path of a denwa socket.
+    pub target: String,
+    /// Checkpoint id to send the D-Mail back to.
+    pub checkpoint: Option<i64>,
+    /// The D-Mail text (read from stdin when absent).
+    pub message: Option<String>,
+    /// Show n_checkpoints and the pending D-Mail instead of sending.
+    pub status: bool,
+}
 
 const REJECTED: u8 = 1;
 const UNREACHABLE: u8 = 2;
 
 /// Runs `worldline send`. Every failure is reported here (one line on
 /// stderr), so this returns `Ok` with the exit code in all expected cases.
-pub fn send_command(args: &SendArgs) -> anyhow::Result<ExitCode> {
+pub fn send_command(args: &SendOptions) -> anyhow::Result<ExitCode> {
     let path = match resolve_target(&args.target) {
         Ok(p) => p,
         Err(e) => return Ok(fail(UNREACHABLE, &e.to_string())),
@@ -95,7 +107,10 @@ pub fn resolve_target(target: &str) -> Result<PathBuf, crate::Error> {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."))
             .to_owned()),
-        Err(_) => crate::session::resolve(Some(target), &crate::session::Locator::from_env()),
+        Err(_) => crate::sources::kimi_cli::resolve(
+            Some(target),
+            &crate::sources::kimi_cli::Locator::from_env(),
+        ),
     }
 }
 

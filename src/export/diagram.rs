@@ -3,6 +3,8 @@
 //! the world line a fork left to the new one, the D-Mail from its sender's
 //! checkpoint, refused D-Mails as their own marked nodes, and subagents
 //! grouped under their description, hanging off the call that ran them.
+//! Sessions made from this one by `/fork` and `/undo` (or the one it was
+//! made from) are nodes of their own, linked to the world line they copied.
 //! One walk of the `Story`; only the syntax differs. Call ids go only into
 //! tooltips (dot) and comments (Mermaid, whose tooltips need scripts).
 
@@ -12,7 +14,7 @@ use super::story::{
     cp_name, place_name, wrap, AgentStory, LineStory, Story, DMAIL_COLOUR, ERROR_COLOUR,
 };
 use crate::text::sanitize_line;
-use crate::worldline::{ForkKind, Session};
+use crate::worldline::{ForkKind, Session, SessionLink};
 
 /// Columns of a wrapped label line and lines of a wrapped message.
 const WIDTH: usize = 30;
@@ -25,6 +27,8 @@ enum Style {
     DMail,
     Refused,
     Subagent,
+    /// Between sessions: `/fork` or `/undo`.
+    Lineage,
 }
 
 /// One piece of a diagram. Ids are `a{agent}l{line}` and `a{agent}x{n}`.
@@ -45,6 +49,11 @@ enum Item {
         id: String,
         label: Vec<String>,
         tooltip: String,
+    },
+    /// Another session: the source, or a fork of this one.
+    Session {
+        id: String,
+        label: Vec<String>,
     },
     Edge {
         from: String,
@@ -102,12 +111,54 @@ fn quoted(msg: &str) -> Vec<String> {
 }
 
 /// Every diagram walks the session the same way; only the syntax differs.
-fn items(story: &Story) -> Vec<Item> {
+fn items(s: &Session, story: &Story) -> Vec<Item> {
     let mut out = Vec::new();
     for agent in &story.agents {
         agent_items(agent, &mut out);
     }
+    lineage_items(s, &mut out);
     out
+}
+
+const LINEAGE_COLOUR: &str = "#606060";
+
+fn link_label(l: &SessionLink) -> Vec<String> {
+    vec![format!("/{} · {} records", l.kind.as_str(), l.records)]
+}
+
+/// The source session feeds the first world line; forks leave the current.
+fn lineage_items(s: &Session, out: &mut Vec<Item>) {
+    let session = |id: &str| vec!["session".to_string(), sanitize_line(id, 40)];
+    if let Some(src) = &s.forked_from {
+        out.push(Item::Session {
+            id: "src".into(),
+            label: session(&src.session),
+        });
+        out.push(Item::Edge {
+            from: "src".into(),
+            to: line_id(0, 0),
+            label: link_label(src),
+            style: Style::Lineage,
+            colour: LINEAGE_COLOUR,
+            tooltip: format!("copied from session {}", sanitize_line(&src.session, 60)),
+        });
+    }
+    let current = s.main().lines.len().saturating_sub(1);
+    for (k, f) in s.forks.iter().enumerate() {
+        let id = format!("fork{k}");
+        out.push(Item::Session {
+            id: id.clone(),
+            label: session(&f.session),
+        });
+        out.push(Item::Edge {
+            from: line_id(0, current),
+            to: id,
+            label: link_label(f),
+            style: Style::Lineage,
+            colour: LINEAGE_COLOUR,
+            tooltip: format!("session {} copied this one", sanitize_line(&f.session, 60)),
+        });
+    }
 }
 
 fn agent_items(agent: &AgentStory, out: &mut Vec<Item>) {
@@ -279,7 +330,7 @@ pub fn dot(s: &Session) -> String {
     );
     out.push_str("  node [shape=box, style=\"rounded\", fontname=\"sans-serif\", fontsize=11];\n");
     out.push_str("  edge [fontname=\"sans-serif\", fontsize=10];\n");
-    for item in items(&story) {
+    for item in items(s, &story) {
         let _ = match item {
             Item::GroupStart { id, label } => writeln!(
                 out,
@@ -306,6 +357,11 @@ pub fn dot(s: &Session) -> String {
                 dot_label(&label),
                 dot_str(&tooltip)
             ),
+            Item::Session { id, label } => writeln!(
+                out,
+                "  {id} [label=\"{}\", shape=folder, color=\"{LINEAGE_COLOUR}\"];",
+                dot_label(&label)
+            ),
             Item::Edge {
                 from,
                 to,
@@ -322,6 +378,7 @@ pub fn dot(s: &Session) -> String {
                     Style::DMail => ", penwidth=2, style=bold, arrowhead=vee",
                     Style::Refused => ", style=dashed, arrowhead=tee",
                     Style::Subagent => ", style=dashed",
+                    Style::Lineage => ", penwidth=2, style=bold, arrowhead=empty",
                 },
                 dot_str(&tooltip)
             ),
@@ -365,7 +422,7 @@ pub fn mermaid(s: &Session) -> String {
     let mut out = String::from("graph LR\n");
     let mut styles = String::new();
     let mut edge_no = 0;
-    for item in items(&story) {
+    for item in items(s, &story) {
         let _ = match item {
             Item::GroupStart { id, label } => {
                 writeln!(out, "  subgraph {id}[\"{}\"]", mm_label(&label))
@@ -402,6 +459,9 @@ pub fn mermaid(s: &Session) -> String {
                     mm_label(&label)
                 )
             }
+            Item::Session { id, label } => {
+                writeln!(out, "  {id}[/\"{}\"/]", mm_label(&label))
+            }
             Item::Edge {
                 from,
                 to,
@@ -413,6 +473,7 @@ pub fn mermaid(s: &Session) -> String {
                 let arrow = match style {
                     Style::Fork | Style::DMail => "-->",
                     Style::Refused | Style::Subagent => "-.->",
+                    Style::Lineage => "==>",
                 };
                 let _ = writeln!(
                     styles,

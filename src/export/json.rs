@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::worldline::{DMailAttempt, Family, LineMark, Lineage, Session, Tool, WorldLine};
+use crate::worldline::{DMailAttempt, Family, LineMark, Session, SessionLink, Tool, WorldLine};
 
 pub fn session_json(s: &Session) -> Value {
     let code = s.tool == Tool::KimiCode;
@@ -39,14 +39,28 @@ pub fn session_json(s: &Session) -> Value {
         "subagents": subagents,
         "dmail_attempts": attempts(&main.family),
         "warnings": s.warnings,
+        "forked_from": s.forked_from.as_ref().map(link_json),
+        "forks": s.forks.iter().map(link_json).collect::<Vec<_>>(),
     });
-    // Kimi Code: marks on branches and `/fork` lineage.
+    // Kimi Code: marks on branches.
     if code {
-        let lineage = |l: &Lineage| json!({"session": l.session, "line": l.line, "kind": "fork"});
         v["compactions"] = json!(marks(&main.family, &main.compactions));
         v["folded_undos"] = json!(marks(&main.family, &main.folded_undos));
-        v["forked_from"] = json!(s.forked_from.as_ref().map(lineage));
-        v["forks"] = json!(s.forks.iter().map(lineage).collect::<Vec<_>>());
+    }
+    v
+}
+
+/// One session made from another: the other session, the records the copy
+/// shares with its source's main world line, and `fork` or `undo`; for a
+/// Kimi Code `/fork`, `line`: the last source wire line it copied.
+pub fn link_json(l: &SessionLink) -> Value {
+    let mut v = json!({
+        "session": l.session,
+        "records": l.records,
+        "kind": l.kind.as_str(),
+    });
+    if let Some(line) = l.line {
+        v["line"] = json!(line);
     }
     v
 }

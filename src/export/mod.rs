@@ -1,5 +1,5 @@
 //! Printing a rebuilt session: a readable tree, the JSON contract, Graphviz
-//! dot and a Mermaid diagram.
+//! dot and a Mermaid diagram (`cmd/tree.rs` picks one and prints it).
 
 mod diagram;
 pub mod json;
@@ -8,31 +8,6 @@ pub mod story;
 
 pub use diagram::{dot, mermaid};
 pub use plain::{fork_label, text_tree};
-
-use crate::cli::{TreeArgs, TreeFormat};
-use crate::session::{self, Locator};
-use crate::worldline::Session;
-
-pub fn tree_command(args: &TreeArgs) -> anyhow::Result<()> {
-    let dir = session::resolve(args.session.as_deref(), &Locator::from_env())?;
-    let s = Session::load(&dir)?;
-    let out = match args.format {
-        TreeFormat::Text => text_tree(&s),
-        TreeFormat::Json => serde_json::to_string_pretty(&json::session_json(&s))? + "\n",
-        TreeFormat::Dot => dot(&s),
-        TreeFormat::Mermaid => mermaid(&s),
-    };
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    // A closed pipe (`| head`) is a normal way to stop reading.
-    match stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
-}
 
 /// Local time is not known without a tz database; times print in UTC.
 pub fn format_time(unix: f64) -> String {

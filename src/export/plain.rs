@@ -4,7 +4,48 @@
 use std::fmt::Write;
 
 use crate::text::sanitize_line;
-use crate::worldline::{Agent, Family, ForkKind, Session, Tool};
+use crate::worldline::{Agent, Family, ForkKind, Session, SessionLink, Tool};
+
+/// Where the session came from and what was made from it.
+fn lineage(out: &mut String, s: &Session) {
+    // Kimi Code's /fork copies whole wires: where it copied to is a line.
+    let what = |l: &SessionLink| match l.line {
+        Some(n) => format!("after line {n}"),
+        None if s.tool == Tool::KimiCode => "at an unknown line".to_string(),
+        None => format!("from its first {} record{}", l.records, plural(l.records)),
+    };
+    if let Some(f) = &s.forked_from {
+        match s.tool {
+            Tool::KimiCode => {
+                let _ = writeln!(
+                    out,
+                    "  forked from {} {}",
+                    sanitize_line(&f.session, 60),
+                    what(f)
+                );
+            }
+            Tool::KimiCli => {
+                let _ = writeln!(
+                    out,
+                    "  forked from {} by /{} (shares its first {} record{})",
+                    sanitize_line(&f.session, 60),
+                    f.kind.as_str(),
+                    f.records,
+                    plural(f.records)
+                );
+            }
+        }
+    }
+    for f in &s.forks {
+        let _ = writeln!(
+            out,
+            "  ↳ /{} made {} {}",
+            f.kind.as_str(),
+            sanitize_line(&f.session, 60),
+            what(f)
+        );
+    }
+}
 
 pub fn text_tree(s: &Session) -> String {
     let mut out = String::new();
@@ -14,30 +55,15 @@ pub fn text_tree(s: &Session) -> String {
         .map(|t| format!("  \"{}\"", sanitize_line(t, 60)))
         .unwrap_or_default();
     let _ = writeln!(out, "session {}{}", s.id, title);
-    let _ = writeln!(out, "  {}", s.dir.display());
+    let _ = writeln!(
+        out,
+        "  {}",
+        sanitize_line(&s.dir.display().to_string(), 400)
+    );
     if s.tool != Tool::KimiCli {
         let _ = writeln!(out, "  written by {}", s.tool.as_str());
     }
-    if let Some(src) = &s.forked_from {
-        let _ = writeln!(
-            out,
-            "  forked from {}{}",
-            sanitize_line(&src.session, 60),
-            src.line
-                .map(|l| format!(" after line {l}"))
-                .unwrap_or_default()
-        );
-    }
-    for f in &s.forks {
-        let _ = writeln!(
-            out,
-            "  forked into {}{}",
-            sanitize_line(&f.session, 60),
-            f.line
-                .map(|l| format!(" after line {l}"))
-                .unwrap_or_default()
-        );
-    }
+    lineage(&mut out, s);
     let main = s.main();
     let sent = main.attempts.len();
     let accepted = main

@@ -10,8 +10,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::state::Refresh;
 use crate::read::{Follow, TailChange};
-use crate::sources::kimi_code::{home, AgentParts, CodeSession, ForkLink, SessionState, WireIndex};
-use crate::worldline::{code, Session};
+use crate::sources::kimi_code::{
+    home, parts, AgentWire, CodeSession, ForkLink, SessionState, WireIndex,
+};
+use crate::worldline::Session;
 
 type Stamp = (u64, Option<SystemTime>, u64);
 
@@ -126,11 +128,11 @@ impl CodeState {
         if main.read_to() == 0 {
             return None;
         }
-        let agents: Vec<AgentParts> = home::agent_ids(&self.dir)
+        let agents: Vec<AgentWire> = home::agent_ids(&self.dir)
             .into_iter()
             .filter_map(|id| {
                 let w = self.wires.get(&id)?;
-                Some(AgentParts::from_wire(
+                Some(AgentWire::from_wire(
                     &id,
                     self.dir.join("agents").join(&id),
                     w.sink().clone(),
@@ -138,7 +140,10 @@ impl CodeState {
             })
             .collect();
         let cs = CodeSession::from_parts(&self.dir, self.state.clone(), agents);
-        Some(code::from_code(&cs, self.forks.clone()))
+        Some(Session::build(parts::session_parts(
+            &cs,
+            self.forks.clone(),
+        )))
     }
 }
 

@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use state::ROTATION_GRACE;
-pub use watch::{events_between, watch_command};
+pub use watch::events_between;
 
 use crate::worldline::Session;
 use state::{Refresh, SessionState};
@@ -147,7 +147,7 @@ impl Tracked {
         }
     }
 
-    fn snapshot(&self) -> Option<Session> {
+    fn snapshot(&mut self) -> Option<Session> {
         match self {
             Tracked::Cli(s) => s.snapshot(),
             Tracked::Code(s) => s.snapshot(),

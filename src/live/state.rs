@@ -1,23 +1,26 @@
 //! What the follower keeps between batches: one `Tail` per context file,
 //! a wire tail and meta per agent. A refresh lists the directories (cheap),
 //! matches files to tails by inode so a rotation moves a tail instead of
-//! re-reading it, and reads only new bytes.
+//! re-reading it, and reads only new bytes. Which files form the session,
+//! their order and its subagents are `sources::kimi_cli`'s rules; sessions
+//! forked from this one are looked for when the work-dir folder changes.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::model::shared_prefix;
 use crate::read::{FileId, Follow, Sink, Tail, TailChange};
-use crate::worldline::family::shared_prefix;
-use crate::worldline::{AgentFiles, Session, SubagentMeta, WireLog};
+use crate::sources::kimi_cli::layout::{self, AgentSpec, Layout, MetaSource};
+use crate::sources::kimi_cli::{is_session, lineage, meta};
+use crate::sources::{AgentParts, Lineage, SessionParts, SubagentMeta, WireLog};
+use crate::worldline::Session;
 
 /// How long a rotation may look unfinished (the new `context.jsonl`
 /// missing, or still a copy of the old one's start) before it is shown as
 /// it is. `/clear` leaves an empty file until the next turn.
 pub const ROTATION_GRACE: Duration = Duration::from_millis(300);
-
-const CURRENT: &str = "context.jsonl";
 
 /// Size, mtime and inode: enough to tell that a small file changed.
 type Stamp = (u64, Option<SystemTime>, u64);
@@ -25,15 +28,6 @@ type Stamp = (u64, Option<SystemTime>, u64);
 fn stamp(path: &Path) -> Option<Stamp> {
     let m = std::fs::metadata(path).ok()?;
     Some((m.len(), m.modified().ok(), m.ino()))
-}
-
-/// `None` for `context.jsonl`, `Some(N)` for `context_N.jsonl`.
-fn rotation_number(name: &str) -> Option<Option<u64>> {
-    if name == CURRENT {
-        return Some(None);
-    }
-    let n = name.strip_prefix("context_")?.strip_suffix(".jsonl")?;
-    n.parse::<u64>().ok().map(Some)
 }
 
 /// Feeds complete wire lines to a `WireLog`.
@@ -96,13 +90,13 @@ pub struct Refresh {
 
 #[derive(Debug)]
 struct AgentState {
+    spec: AgentSpec,
     dir: PathBuf,
-    /// `""` for the main agent, `subagents/<id>/` otherwise.
-    prefix: String,
     files: Vec<ContextTail>,
-    wire: Follow<WireSink>,
+    wire: Option<Follow<WireSink>>,
     wire_exists: bool,
-    /// `Some` for subagents.
+    /// `Some` for subagents: the meta and, when it comes from a file, the
+    /// stamp it was read at.
     meta: Option<(Option<Stamp>, SubagentMeta)>,
     /// When `context.jsonl` last appeared, grew, was reset, was renamed
     /// away or went missing: the start of the grace period of an unfinished
@@ -114,25 +108,36 @@ struct AgentState {
 }
 
 impl AgentState {
-    fn new(session_dir: &Path, dir: PathBuf, sub: bool) -> AgentState {
-        let prefix = crate::worldline::agent_prefix(session_dir, &dir);
+    fn new(spec: AgentSpec) -> AgentState {
+        let meta = match &spec.meta {
+            MetaSource::Main => None,
+            MetaSource::File(p) => Some((stamp(p), meta::subagent_meta(p))),
+            MetaSource::Fixed(m) => Some((None, m.clone())),
+        };
         AgentState {
-            wire: Follow::with_sink(dir.join("wire.jsonl"), WireSink::default()),
+            wire: spec
+                .wire
+                .as_ref()
+                .map(|w| Follow::with_sink(w.clone(), WireSink::default())),
             wire_exists: false,
-            meta: sub.then(|| (None, SubagentMeta::read(&dir))),
+            meta,
             files: Vec::new(),
-            prefix,
-            dir,
+            dir: spec.dir.clone(),
+            spec,
             current_activity: None,
             current_missing: false,
         }
+    }
+
+    fn shown_name(spec: &AgentSpec, name: &str) -> String {
+        format!("{}{name}", spec.prefix)
     }
 
     fn list(&self) -> std::io::Result<Vec<Entry>> {
         let mut out = Vec::new();
         for e in std::fs::read_dir(&self.dir)?.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let Some(rotation) = rotation_number(&name) else {
+            let Some(rotation) = layout::rotation_of(&name, &self.spec.stem) else {
                 continue;
             };
             let Ok(m) = e.metadata() else { continue };
@@ -188,10 +193,8 @@ impl AgentState {
                 }
                 ct.name = listing[k].name.clone();
                 ct.rotation = listing[k].rotation;
-                ct.tail.rename(
-                    self.dir.join(&ct.name),
-                    format!("{}{}", self.prefix, ct.name),
-                );
+                let shown = Self::shown_name(&self.spec, &ct.name);
+                ct.tail.rename(self.dir.join(&ct.name), shown);
                 changed = true;
             }
         }
@@ -215,10 +218,11 @@ impl AgentState {
         changed |= self.files.len() != before;
         for (k, e) in listing.iter().enumerate() {
             if !claimed[k] {
+                let shown = Self::shown_name(&self.spec, &e.name);
                 self.files.push(ContextTail {
                     name: e.name.clone(),
                     rotation: e.rotation,
-                    tail: Tail::new(self.dir.join(&e.name), format!("{}{}", self.prefix, e.name)),
+                    tail: Tail::new(self.dir.join(&e.name), shown),
                     by_id: false,
                 });
                 if e.rotation.is_none() {
@@ -227,7 +231,7 @@ impl AgentState {
                 changed = true;
             }
         }
-        self.files.sort_by_key(|f| f.rotation.unwrap_or(u64::MAX));
+        self.files.sort_by_key(|f| layout::family_order(f.rotation));
         let missing = !self.files.iter().any(|f| f.rotation.is_none());
         if missing && !self.current_missing {
             self.current_activity = Some(now);
@@ -263,24 +267,25 @@ impl AgentState {
 
     fn refresh_side_files(&mut self, errors: &mut Vec<String>) -> bool {
         let mut changed = false;
-        let wire_path = self.dir.join("wire.jsonl");
-        let exists = wire_path.is_file();
-        if exists != self.wire_exists {
-            self.wire_exists = exists;
-            changed = true;
-        }
-        if exists {
-            match self.wire.poll() {
-                Ok(TailChange::Appended(_)) | Ok(TailChange::Reset) => changed = true,
-                Ok(_) => {}
-                Err(e) => errors.push(e.to_string()),
+        if let (Some(wire), Some(path)) = (&mut self.wire, &self.spec.wire) {
+            let exists = path.is_file();
+            if exists != self.wire_exists {
+                self.wire_exists = exists;
+                changed = true;
+            }
+            if exists {
+                match wire.poll() {
+                    Ok(TailChange::Appended(_)) | Ok(TailChange::Reset) => changed = true,
+                    Ok(_) => {}
+                    Err(e) => errors.push(e.to_string()),
+                }
             }
         }
-        if let Some((old, meta)) = &mut self.meta {
-            let now = stamp(&self.dir.join("meta.json"));
+        if let (Some((old, meta)), Some(path)) = (&mut self.meta, self.spec.meta_file()) {
+            let now = stamp(path);
             if now != *old {
                 *old = now;
-                *meta = SubagentMeta::read(&self.dir);
+                *meta = meta::subagent_meta(path);
                 changed = true;
             }
         }
@@ -312,23 +317,23 @@ impl AgentState {
         unfinished.then_some(until)
     }
 
-    fn agent_files(&self) -> AgentFiles {
-        let has_current = self.files.iter().any(|f| f.rotation.is_none());
-        let n = self.files.len();
-        let files = self
-            .files
-            .iter()
-            .enumerate()
-            // The empty placeholder that reserves the next rotated name is
-            // about to become the old world line, not a new one.
-            .filter(|(i, f)| !(has_current && n >= 2 && *i == n - 2 && f.tail.read_to() == 0))
-            .map(|(_, f)| f.tail.index().clone())
-            .collect();
-        AgentFiles {
+    fn agent_parts(&self) -> AgentParts {
+        let keep = layout::world_line_files(&self.files, |f| f.rotation, |f| f.tail.read_to() == 0);
+        AgentParts {
             dir: self.dir.clone(),
-            files,
-            wire: self.wire_exists.then(|| self.wire.sink().log.clone()),
+            files: keep
+                .into_iter()
+                .map(|i| self.files[i].tail.index().clone())
+                .collect(),
+            forks: Vec::new(),
+            wire: self
+                .wire
+                .as_ref()
+                .filter(|_| self.wire_exists)
+                .map(|w| w.sink().log.clone()),
             meta: self.meta.as_ref().map(|(_, m)| m.clone()),
+            link: self.spec.link.clone(),
+            ..AgentParts::default()
         }
     }
 }
@@ -336,68 +341,114 @@ impl AgentState {
 /// The whole session as followed so far.
 #[derive(Debug)]
 pub struct SessionState {
-    dir: PathBuf,
+    layout: Layout,
     main: AgentState,
-    subs: BTreeMap<PathBuf, AgentState>,
+    subs: BTreeMap<(PathBuf, String), AgentState>,
     title: Option<Stamp>,
     /// `state.json`'s title, read again only when its stamp changes.
     title_text: Option<String>,
     /// Directories a native watcher should cover.
     dirs: Vec<PathBuf>,
+    siblings: Siblings,
+    /// Lineage as last computed; `None` when it must be computed again.
+    lineage: Option<Lineage>,
+}
+
+/// What the work-dir folder looked like: a new session (a `/fork` of this
+/// one) or a sibling's `state.json` changing means lineage is looked up
+/// again. Only siblings without a settled title of their own are stamped.
+#[derive(Debug, Default)]
+struct Siblings {
+    folder: Option<Stamp>,
+    watched: Vec<(PathBuf, Option<Stamp>)>,
+}
+
+impl Siblings {
+    /// `true` when something lineage depends on changed.
+    fn refresh(&mut self, layout: &Layout) -> bool {
+        let Layout::Dir { dir } = layout else {
+            return false;
+        };
+        let Some(folder) = dir.parent() else {
+            return false;
+        };
+        let now = stamp(folder);
+        let mut changed = false;
+        if now != self.folder {
+            self.folder = now;
+            changed = true;
+            self.watched = std::fs::read_dir(folder)
+                .map(|r| {
+                    r.flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p != dir && p.is_dir() && is_session(p))
+                        .filter(|p| {
+                            meta::title(&p.join(layout::STATE))
+                                .is_none_or(|t| lineage::parse_title(&t).is_some())
+                        })
+                        .map(|p| (p, None))
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+        for (p, old) in &mut self.watched {
+            let s = stamp(&p.join(layout::STATE));
+            if s != *old {
+                *old = s;
+                changed = true;
+            }
+        }
+        changed
+    }
 }
 
 impl SessionState {
-    pub fn new(dir: &Path) -> SessionState {
+    pub fn new(path: &Path) -> SessionState {
+        let layout = Layout::of(path);
         SessionState {
-            main: AgentState::new(dir, dir.to_path_buf(), false),
+            main: AgentState::new(layout.main()),
             subs: BTreeMap::new(),
             title: None,
             title_text: None,
-            dirs: vec![dir.to_path_buf()],
-            dir: dir.to_path_buf(),
+            dirs: vec![layout.folder().to_path_buf()],
+            siblings: Siblings::default(),
+            lineage: None,
+            layout,
         }
     }
 
-    /// The session directory, `subagents/` and each subagent directory, as
-    /// far as they exist.
+    /// The session's folder, `subagents/` and each subagent directory, as
+    /// far as they exist, and the work-dir folder (for new forks).
     pub fn dirs(&self) -> &[PathBuf] {
         &self.dirs
     }
 
     pub fn refresh(&mut self, now: Instant, errors: &mut Vec<String>) -> Refresh {
+        let folder = self.layout.folder().to_path_buf();
         let mut changed = match self.main.refresh(now, errors) {
             Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound || !self.dir.is_dir() => {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound || !folder.is_dir() => {
                 return Refresh {
                     changed: false,
                     deleted: true,
                 }
             }
             Err(e) => {
-                errors.push(format!("{}: {e}", self.dir.display()));
+                errors.push(format!("{}: {e}", folder.display()));
                 false
             }
         };
-        let subagents = self.dir.join("subagents");
-        let mut dirs = vec![self.dir.clone()];
-        let mut present: Vec<PathBuf> = Vec::new();
-        if let Ok(entries) = std::fs::read_dir(&subagents) {
-            dirs.push(subagents.clone());
-            present = entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect();
-        }
+        let (specs, extra) = layout::subagents(&self.layout);
+        let mut dirs = vec![folder];
+        dirs.extend(extra);
         let before = self.subs.len();
-        self.subs.retain(|d, _| present.contains(d));
+        self.subs.retain(|k, _| specs.iter().any(|s| s.key() == *k));
         changed |= before != self.subs.len();
-        for d in present {
-            dirs.push(d.clone());
+        for spec in specs {
             let sub = self
                 .subs
-                .entry(d.clone())
-                .or_insert_with(|| AgentState::new(&self.dir, d, true));
+                .entry(spec.key())
+                .or_insert_with(|| AgentState::new(spec));
             match sub.refresh(now, errors) {
                 Ok(c) => changed |= c,
                 // Removed while we looked: the next listing drops it.
@@ -405,11 +456,22 @@ impl SessionState {
                 Err(e) => errors.push(format!("{}: {e}", sub.dir.display())),
             }
         }
+        if let Layout::Dir { dir } = &self.layout {
+            if let Some(work) = dir.parent() {
+                dirs.push(work.to_path_buf());
+            }
+        }
         self.dirs = dirs;
-        let title = stamp(&self.dir.join("state.json"));
+        let state = self.layout.side_file(layout::STATE);
+        let title = state.as_deref().and_then(stamp);
         if title != self.title {
             self.title = title;
-            self.title_text = crate::session::title(&self.dir);
+            self.title_text = state.as_deref().and_then(meta::title);
+            self.lineage = None;
+            changed = true;
+        }
+        if self.siblings.refresh(&self.layout) {
+            self.lineage = None;
             changed = true;
         }
         Refresh {
@@ -428,32 +490,35 @@ impl SessionState {
 
     /// Rebuilds the session from what was read; `None` while the main agent
     /// has no context file yet.
-    pub fn snapshot(&self) -> Option<Session> {
-        let main = self.main.agent_files();
+    pub fn snapshot(&mut self) -> Option<Session> {
+        let main = self.main.agent_parts();
         if main.files.is_empty() {
             return None;
         }
-        let mut subs: Vec<(f64, AgentFiles)> = self
+        let mut subs: Vec<(&AgentSpec, AgentParts)> = self
             .subs
             .values()
-            .map(|a| {
-                let files = a.agent_files();
-                let created = files
-                    .meta
-                    .as_ref()
-                    .and_then(|m| m.created_at)
-                    .unwrap_or(f64::MAX);
-                (created, files)
-            })
+            .map(|a| (&a.spec, a.agent_parts()))
             .collect();
-        // The order `Session::load` uses: creation time, then path.
-        subs.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.dir.cmp(&b.1.dir)));
-        Some(Session::from_parts(
-            &self.dir,
-            self.title_text.clone(),
-            main,
-            subs.into_iter().map(|(_, f)| f).collect(),
-        ))
+        layout::sort_subagents(&mut subs, |(s, a)| {
+            (*s, a.meta.as_ref().and_then(|m| m.created_at))
+        });
+        let lineage = self
+            .lineage
+            .get_or_insert_with(|| {
+                lineage::of(&self.layout, self.title_text.as_deref(), &main.files)
+            })
+            .clone();
+        Some(Session::build(SessionParts {
+            dir: self.layout.path(),
+            id: self.layout.id(),
+            title: self.title_text.clone(),
+            agents: std::iter::once(main)
+                .chain(subs.into_iter().map(|(_, a)| a))
+                .collect(),
+            lineage,
+            tool: crate::sources::Tool::KimiCli,
+        }))
     }
 }
 

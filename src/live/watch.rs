@@ -16,23 +16,18 @@
 //!   `shared_records`.
 //! - `subagent`: a new subagent, or a change of its status or parent call.
 //! - `warning`: a new warning (`file`, `line`, `message`).
+//! - `fork`: a session made from this one by `/fork` or `/undo` appeared
+//!   (`session`, `records`, `kind`, as in `tree --format json`'s `forks`);
+//!   `forked_from`: this session's source was found (same fields).
 //! - `deleted`: the session directory is gone; `error`: a read failed.
 //!
-//! `agent` is `"main"` or the subagent's id. Runs until interrupted
-//! (Ctrl-C or SIGTERM: exit 0); a closed stdout ends it quietly too.
-
-use std::io::Write;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::RecvTimeoutError;
-use std::sync::Arc;
-use std::time::Duration;
+//! `agent` is `"main"` or the subagent's id. The command (`cmd/watch.rs`)
+//! runs until interrupted (Ctrl-C or SIGTERM: exit 0); a closed stdout ends
+//! it quietly too.
 
 use serde_json::{json, Map, Value};
 
-use super::{spawn, LiveEvent, LiveOptions};
-use crate::export::json::world_line_json;
-use crate::session::{self, Locator};
+use crate::export::json::{link_json, world_line_json};
 use crate::worldline::{Agent, Family, Session};
 
 fn agent_label(a: &Agent) -> String {
@@ -91,7 +86,9 @@ pub fn events_between(prev: Option<&Session>, next: &Session) -> Vec<Value> {
     let mut out = Vec::new();
     for a in &next.agents {
         let label = agent_label(a);
-        let before = prev.and_then(|p| p.agents.iter().find(|b| b.dir == a.dir));
+        // Subagent families can share a directory (`context_sub_N`): match
+        // agents by what they are called.
+        let before = prev.and_then(|p| p.agents.iter().find(|b| agent_label(b) == label));
         if a.meta.is_some() {
             let changed = before
                 .is_none_or(|b| b.meta != a.meta || b.parent_tool_call_id != a.parent_tool_call_id);
@@ -126,6 +123,21 @@ pub fn events_between(prev: Option<&Session>, next: &Session) -> Vec<Value> {
             record_events(&label, f, i, from.max(line.shared), &mut out);
         }
     }
+    let old_forks = prev.map(|p| p.forks.as_slice()).unwrap_or(&[]);
+    for f in &next.forks {
+        if !old_forks.iter().any(|o| o.session == f.session) {
+            let mut v = link_json(f);
+            v["event"] = json!("fork");
+            out.push(v);
+        }
+    }
+    if next.forked_from.is_some() && prev.is_none_or(|p| p.forked_from != next.forked_from) {
+        if let Some(f) = &next.forked_from {
+            let mut v = link_json(f);
+            v["event"] = json!("forked_from");
+            out.push(v);
+        }
+    }
     let old_warnings = prev.map(|p| p.warnings.as_slice()).unwrap_or(&[]);
     for w in &next.warnings {
         if !old_warnings.contains(w) {
@@ -138,60 +150,4 @@ pub fn events_between(prev: Option<&Session>, next: &Session) -> Vec<Value> {
         }
     }
     out
-}
-
-/// Writes one line and flushes it. `Ok(false)`: stdout is closed.
-fn emit(out: &mut impl Write, v: &Value) -> anyhow::Result<bool> {
-    let res = serde_json::to_writer(&mut *out, v)
-        .map_err(std::io::Error::from)
-        .and_then(|()| out.write_all(b"\n"))
-        .and_then(|()| out.flush());
-    match res {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
-        Err(e) => Err(e.into()),
-    }
-}
-
-pub fn watch_command(args: &crate::cli::WatchArgs) -> anyhow::Result<()> {
-    let dir = session::resolve(args.session.as_deref(), &Locator::from_env())?;
-    watch_dir(&dir, args.poll)
-}
-
-fn watch_dir(dir: &Path, poll: bool) -> anyhow::Result<()> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
-    let (rx, _handle) = spawn(
-        dir.to_path_buf(),
-        LiveOptions {
-            poll,
-            ..LiveOptions::default()
-        },
-    )?;
-    let mut out = std::io::stdout().lock();
-    let mut shown: Option<Arc<Session>> = None;
-    while !stop.load(Ordering::Relaxed) {
-        let event = match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(e) => e,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the live reader stopped"),
-        };
-        let lines = match event {
-            LiveEvent::Snapshot(s) => {
-                let lines = events_between(shown.as_deref(), &s);
-                shown = Some(s);
-                lines
-            }
-            LiveEvent::Deleted => vec![json!({"event": "deleted"})],
-            LiveEvent::Error(message) => vec![json!({"event": "error", "message": message})],
-        };
-        for l in &lines {
-            if !emit(&mut out, l)? {
-                return Ok(());
-            }
-        }
-    }
-    Ok(())
 }

@@ -47,6 +47,10 @@ pub const COMPACTION_PREFIX: &str = "<system>Previous context has been compacted
 pub const DMAIL_ACCEPTED_TEXT: &str =
     "If you see this message, the D-Mail was NOT sent successfully";
 pub const DMAIL_ERROR_PREFIX: &str = "<system>ERROR: Failed to send D-Mail. Error: ";
+/// kimi-cli 0.35–0.5x's wording of the accepted result (`ERROR:` and a
+/// lowercase "not", same meaning).
+pub const DMAIL_ACCEPTED_TEXT_OLD: &str =
+    "If you see this message, the D-Mail was not sent successfully";
 
 /// Reads a line's index fields and its record hash, or says why kimi-cli
 /// would skip the line.
@@ -279,6 +283,11 @@ fn worth_parsing(role: &Role, head: &[u8]) -> bool {
             memchr::memmem::find(head, b"D-Mail").is_some()
                 || memchr::memmem::find(head, b"agent_id: ").is_some()
         }
+        // kimi-cli 0.35–0.5x writes the compaction summary as an assistant
+        // message.
+        Role::Assistant => {
+            memchr::memmem::find(head, b"Previous context has been compacted").is_some()
+        }
         _ => false,
     }
 }
@@ -300,6 +309,7 @@ fn marker_from_content(role: &Role, content: &Value) -> Option<Marker> {
     match role {
         Role::User => user_marker(text),
         Role::Tool => tool_marker(text),
+        Role::Assistant if text.starts_with(COMPACTION_PREFIX) => Some(Marker::Compaction),
         _ => None,
     }
 }
@@ -331,7 +341,7 @@ fn tool_marker(text: &str) -> Option<Marker> {
         let reason = reason.strip_suffix("</system>").unwrap_or(reason);
         return Some(Marker::DMailResult(Err(reason.to_string())));
     }
-    if text.contains(DMAIL_ACCEPTED_TEXT) {
+    if text.contains(DMAIL_ACCEPTED_TEXT) || text.contains(DMAIL_ACCEPTED_TEXT_OLD) {
         return Some(Marker::DMailResult(Ok(())));
     }
     text.lines()

@@ -51,7 +51,7 @@ impl Player {
     /// `dst` is created if missing; it must not hold a session already.
     pub fn new(plan: Plan, dst: &Path) -> Result<Player> {
         std::fs::create_dir_all(dst).map_err(|e| Error::io(dst, e))?;
-        if crate::session::is_session_dir(dst) {
+        if crate::sources::kimi_cli::is_session(dst) {
             return Err(Error::Usage(format!(
                 "{}: already holds a session; replay into an empty directory",
                 dst.display()

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::sources::kimi_cli::layout;
 use crate::worldline::{Agent, Session};
 
 /// Seconds between records of a session without wire times.
@@ -56,6 +57,12 @@ impl Plan {
     }
 
     pub fn of_session(s: &Session) -> Result<Plan> {
+        if !s.dir.is_dir() {
+            return Err(Error::Usage(format!(
+                "{}: a flat session of kimi-cli ≤ 0.58 cannot be replayed yet",
+                s.dir.display()
+            )));
+        }
         let mut agents = Vec::with_capacity(s.agents.len());
         for a in &s.agents {
             agents.push(agent_steps(s, a)?);
@@ -133,7 +140,12 @@ fn agent_steps(s: &Session, a: &Agent) -> Result<AgentSteps> {
         .unwrap_or_default();
     let mut setup = Vec::new();
     let mut tail = Vec::new();
-    if rel.as_os_str().is_empty() {
+    // Subagents of kimi-cli ≤ 1.24 (`context_sub_N`) live in the session
+    // directory itself, with no side files or wire of their own.
+    let beside_main = a.meta.is_some() && rel.as_os_str().is_empty();
+    if beside_main {
+        // Nothing to set up: the main agent's setup made the directory.
+    } else if rel.as_os_str().is_empty() {
         // The title is known from the start; denwa.json belongs to a live
         // agent and is never copied.
         setup.extend(copy_whole(&a.dir.join("state.json"), "state.json".into())?);
@@ -145,7 +157,9 @@ fn agent_steps(s: &Session, a: &Agent) -> Result<AgentSteps> {
         tail.extend(copy_whole(&a.dir.join("output"), rel.join("output"))?);
     }
     let f = &a.family;
-    let current = rel.join("context.jsonl");
+    let names: Vec<&str> = f.files.iter().map(|x| file_name(&x.name)).collect();
+    let current_name = layout::current_name(&names).unwrap_or_else(|| "context.jsonl".into());
+    let current = rel.join(&current_name);
     let mut steps = Vec::new();
     for (i, file) in f.files.iter().enumerate() {
         let len = file_len(&file.path)?;
@@ -192,7 +206,7 @@ fn agent_steps(s: &Session, a: &Agent) -> Result<AgentSteps> {
     // A family whose newest file is rotated too (no context.jsonl).
     if let Some(last) = f.files.last() {
         let name = file_name(&last.name);
-        if name != "context.jsonl" {
+        if name != current_name {
             steps.push(Step {
                 ops: vec![Op::Rename(current.clone(), rel.join(name))],
                 time: None,
@@ -201,7 +215,11 @@ fn agent_steps(s: &Session, a: &Agent) -> Result<AgentSteps> {
         }
     }
     let wire_path = a.dir.join("wire.jsonl");
-    let wire = wire_lines(&wire_path)?;
+    let wire = if beside_main {
+        Vec::new()
+    } else {
+        wire_lines(&wire_path)?
+    };
     Ok(AgentSteps {
         rel,
         setup,

@@ -1,4 +1,283 @@
-//! Sources: one module per agent's on-disk contract, each feeding the same
-//! world-line builder.
+//! The seam between an agent's on-disk format and the world-line builder.
+//!
+//! A source (`sources/<agent>/`) owns everything about where an agent keeps
+//! its sessions and how their bytes are laid out. It hands the builder
+//! (`worldline::Session::build`) a [`SessionParts`]: per agent a list of world
+//! lines, each a named record list with where its bodies live, and how each
+//! leaves its parent (inferred from a shared prefix, as kimi-cli's rotated
+//! context files need, or given explicitly, as Kimi Code's wire branches
+//! are); wire times; subagent meta and how a subagent links to its parent's
+//! call; the title; and lineage between sessions. Past this line nothing
+//! opens a file.
+//!
+//! A world line is not a file: in kimi-cli it is one rotated context file,
+//! in Kimi Code a branch inside one append-only `wire.jsonl`.
 
+pub mod kimi_cli;
 pub mod kimi_code;
+pub mod lookup;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::Result;
+use crate::read::FileIndex;
+
+/// Reads the session at `path` with the source whose format it is.
+pub fn parts(path: &Path) -> Result<SessionParts> {
+    if kimi_code::home::is_session_dir(path) {
+        return kimi_code::parts(path);
+    }
+    kimi_cli::parts(path)
+}
+
+/// Which agent wrote a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Tool {
+    #[default]
+    #[serde(rename = "kimi-cli")]
+    KimiCli,
+    #[serde(rename = "kimi-code")]
+    KimiCode,
+}
+
+impl Tool {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tool::KimiCli => "kimi-cli",
+            Tool::KimiCode => "kimi-code",
+        }
+    }
+}
+
+/// Everything a source found for one session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionParts {
+    /// Where the session lives, as users name it: a session directory, or a
+    /// file for layouts that keep sessions as files (kimi-cli ≤ 0.58).
+    pub dir: PathBuf,
+    pub id: String,
+    pub title: Option<String>,
+    /// `agents[0]` is the main agent; the rest are subagents in start order.
+    pub agents: Vec<AgentParts>,
+    pub lineage: Lineage,
+    pub tool: Tool,
+}
+
+/// One agent's world lines as a source found them.
+#[derive(Debug, Clone, Default)]
+pub struct AgentParts {
+    /// The agent's directory (where its live files and DenwaRenji are).
+    pub dir: PathBuf,
+    /// World line `i`'s records, root first, oldest world line first. A
+    /// [`FileIndex`] is a named record list (`name`, records with byte
+    /// offsets, and `path`, where their bodies live): a kimi-cli context file,
+    /// or the view of one Kimi Code branch (its base's records up to the
+    /// fork, then its own).
+    pub files: Vec<FileIndex>,
+    /// How world line `i` leaves its parent; a missing entry means
+    /// [`LineFork::Infer`].
+    pub forks: Vec<LineFork>,
+    pub wire: Option<WireLog>,
+    /// `None` for the main agent.
+    pub meta: Option<SubagentMeta>,
+    /// How a subagent finds the parent's call that ran it.
+    pub link: ParentLink,
+    /// What the source states about each world line beyond where it forks
+    /// (Kimi Code's branches: names, undo turns, fork lines); empty: the
+    /// builder names world lines by file and classifies forks by records.
+    pub lines: Vec<LineInfo>,
+    /// The world line the agent sees now, when it isn't the last one.
+    pub current: Option<usize>,
+    /// Compactions marked on a world line (not forks), and undos a newer
+    /// Kimi Code treats as already applied.
+    pub compactions: Vec<LineMark>,
+    pub folded_undos: Vec<LineMark>,
+    /// The line of the parent's call in the parent's wire (Kimi Code).
+    pub parent_line: Option<u32>,
+    /// Per world line, per record: its time in Unix seconds where the
+    /// source reads one with the record (Kimi Code lines carry `time`).
+    pub times: Vec<Vec<Option<f64>>>,
+}
+
+/// A world line as a source names it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LineInfo {
+    /// Shown instead of the file name (`branch b1`); already sanitised.
+    pub label: String,
+    /// The branch name as the file has it.
+    pub branch: Option<String>,
+    /// Why it forks, when the source knows; `None`: classify by records.
+    pub fork: Option<StatedFork>,
+}
+
+/// A fork a source states (Kimi Code's `agent.switched`, or an undo inferred
+/// the way Kimi Code ≤ 0.42 did).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StatedFork {
+    /// An `/undo` (else a branch for a reason worldline doesn't know).
+    pub undo: bool,
+    /// The last wire line shared with the parent.
+    pub line: Option<u32>,
+    pub turns: Option<u32>,
+    pub inferred: bool,
+    /// The world line that wrote the fork line.
+    pub origin: Option<usize>,
+}
+
+/// A marked event on a world line: its line, and for a folded undo the
+/// turns it undid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineMark {
+    pub world_line: usize,
+    pub line: u32,
+    pub count: Option<u32>,
+}
+
+/// Kept so callers written before the seam still build.
+pub type AgentFiles = AgentParts;
+
+/// Where a world line leaves its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LineFork {
+    /// The previous world line is the parent; the shared prefix is the
+    /// longest run of equal records (kimi-cli rotations).
+    #[default]
+    Infer,
+    /// The source knows: `parent` is a world line index (lower than this
+    /// one), `shared` the number of records both hold (Kimi Code's
+    /// `agent.switched` base line).
+    Explicit { parent: usize, shared: usize },
+    /// A new tree: nothing shared, no parent.
+    Root,
+}
+
+/// How a subagent is matched to the main agent's call that started it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ParentLink {
+    #[default]
+    None,
+    /// The tool result that names it (`agent_id: <id>`, kimi-cli ≥ 1.25).
+    AgentId(String),
+    /// The `n`-th (0-based) `Task`/`Agent` call of the main agent, in the
+    /// order they were written (kimi-cli ≤ 1.24 numbers subagents so).
+    Nth(usize),
+    /// The parent's tool call id (Kimi Code's `subagent.spawned`).
+    ToolCallId(String),
+}
+
+/// Why one session was made from another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    Fork,
+    Undo,
+}
+
+impl LinkKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LinkKind::Fork => "fork",
+            LinkKind::Undo => "undo",
+        }
+    }
+}
+
+/// One session made from another: `session` is the other end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionLink {
+    pub session: String,
+    /// The other session's location, as in [`SessionParts::dir`].
+    pub dir: PathBuf,
+    /// Records the fork copied from its source's main world line.
+    pub records: usize,
+    pub kind: LinkKind,
+    /// The last source wire line a Kimi Code `/fork` copied.
+    pub line: Option<u32>,
+}
+
+/// A session's place among the sessions it came from and led to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lineage {
+    pub forked_from: Option<SessionLink>,
+    pub forks: Vec<SessionLink>,
+}
+
+/// One row of `worldline list` and of the picker.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSummary {
+    pub id: String,
+    /// `kimi-cli` or `kimi-code`.
+    pub tool: &'static str,
+    pub dir: PathBuf,
+    pub work_dir: Option<String>,
+    pub title: Option<String>,
+    pub world_lines: usize,
+    pub subagents: usize,
+    /// Unix seconds.
+    pub modified: u64,
+    pub size: u64,
+    /// The session this one was made from by `/fork` or `/undo`.
+    pub forked_from: Option<String>,
+    /// `"fork"` or `"undo"` when `forked_from` is set.
+    pub fork_kind: Option<String>,
+}
+
+/// A subagent's meta (kimi-cli: `subagents/<agent_id>/meta.json`; older
+/// layouts only know a number).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SubagentMeta {
+    pub agent_id: String,
+    pub subagent_type: Option<String>,
+    pub description: Option<String>,
+    pub status: Option<String>,
+    pub created_at: Option<f64>,
+}
+
+/// One agent step: `StepBegin n` until the next step or the turn's end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepTiming {
+    pub n: i64,
+    pub start: f64,
+    pub end: Option<f64>,
+}
+
+/// One turn: `TurnBegin` until `TurnEnd`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnTiming {
+    pub user_input: String,
+    pub start: f64,
+    pub end: Option<f64>,
+    pub steps: Vec<StepTiming>,
+}
+
+impl TurnTiming {
+    pub fn duration(&self) -> Option<f64> {
+        Some(self.end? - self.start)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WireLog {
+    pub protocol: Option<String>,
+    pub turns: Vec<TurnTiming>,
+    /// Tool call id → (call time, result time).
+    pub tool_calls: HashMap<String, (Option<f64>, Option<f64>)>,
+}
+
+impl WireLog {
+    /// The times at which checkpoints were written, in order: one per real
+    /// turn (slash commands write none) and one per step.
+    pub fn checkpoint_times(&self) -> Vec<f64> {
+        let mut out = Vec::new();
+        for t in &self.turns {
+            if !t.user_input.starts_with('/') || !t.steps.is_empty() {
+                out.push(t.start);
+            }
+            out.extend(t.steps.iter().map(|s| s.start));
+        }
+        out
+    }
+}

@@ -1,23 +1,28 @@
-//! App state and the pure-ish `update(action) -> Effect`. Everything that
-//! happens (keys, mouse, live snapshots, search results) arrives as an
-//! `Action`; what the runtime must do (quit, open, start a search) comes back
-//! as an `Effect`. Disk reads happen only in `prepare` (bodies of visible
-//! rows), never in `update` or in drawing.
+//! App state and the pure-ish `update(msg) -> Effect`. Everything that
+//! happens arrives as a message typed by its source: `Action` (what the
+//! user did, from the key table or the mouse), `Resize`, `Live` (the
+//! follower's snapshots), `Found` (the search worker) and `Denwa` (the
+//! D-Mail worker); only input ever reaches a popup. What the runtime must do
+//! (quit, open, start a search) comes back as an `Effect`. Disk reads happen
+//! only in `prepare` (bodies of visible rows) and on `e`/`E`, never in
+//! drawing.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ratatui::layout::{Position, Size};
 
 use crate::session::SessionSummary;
+use crate::worldline::map::Map;
 use crate::worldline::{RecordRef, Session};
 
 use super::cache::Cache;
 use super::compose::{self, Compose, PendingJump, Reply, SendRequest, Target};
+use super::geometry;
 use super::rows::{Filter, RoleFilter, RowModel};
 use super::theme::Theme;
-use super::view;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LiveState {
@@ -33,8 +38,35 @@ pub enum LiveState {
 pub enum Overlay {
     None,
     Help,
-    Subagents { sel: usize },
+    Subagents {
+        sel: usize,
+    },
+    /// The filter menu, at item `sel`.
+    Filter {
+        sel: usize,
+    },
     Compose(Box<Compose>),
+}
+
+/// A new world line that appeared while following: shown (its first step
+/// selected, its arc lit on the map) for a moment before following resumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leap {
+    pub line: usize,
+    pub until: Instant,
+}
+
+/// How long a leap stays on screen before following resumes.
+pub const LEAP: Duration = Duration::from_secs(4);
+
+/// One choice of the filter menu.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterItem {
+    pub label: String,
+    /// Rows it shows (steps, records or matches).
+    pub count: usize,
+    pub role: RoleFilter,
+    pub every: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -42,7 +74,11 @@ pub struct SearchState {
     /// The query being typed (`Some` while the prompt is open).
     pub input: Option<String>,
     pub query: String,
-    pub hits: BTreeSet<usize>,
+    /// Matching records by owner: they stay right when rows move, and their
+    /// order is written order.
+    pub hits: BTreeSet<RecordRef>,
+    /// The hit `n`/`N` last went to.
+    pub at: Option<RecordRef>,
     pub running: bool,
     pub scanned: usize,
     pub total: usize,
@@ -65,6 +101,8 @@ pub struct Anchor {
     pub focus_file: String,
 }
 
+/// What the user did: a key from the key table, a mouse event, or typing
+/// into the compose box.
 #[derive(Debug, Clone)]
 pub enum Action {
     Move(isize),
@@ -73,7 +111,16 @@ pub enum Action {
     Bottom,
     /// Previous/next world line (h/l, Tab wraps).
     SwitchLine(isize),
+    /// Enter/→: unfold or fold a step; on a record, the whole record.
     Expand,
+    /// ←: fold the step holding the selection.
+    Fold,
+    /// Every record, bookkeeping included (toggle).
+    Every,
+    FilterMenu,
+    MapToggle,
+    /// Next/previous tool error or refused D-Mail.
+    Error(isize),
     /// Next/previous fork or D-Mail.
     Mark(isize),
     SearchOpen,
@@ -83,8 +130,6 @@ pub enum Action {
     /// Esc: close the prompt and stop a running search.
     SearchCancel,
     Hit(isize),
-    CycleFilter,
-    Collapse,
     Subagents,
     Back,
     Help,
@@ -97,35 +142,77 @@ pub enum Action {
     ComposePaste(String),
     ComposeSend,
     ComposeCancel,
-    /// The runtime's answer to `Effect::Probe`.
-    Probed {
-        target: Target,
-        live: bool,
-    },
-    /// DenwaRenji's answer to `Effect::SendDMail`.
-    DMailReply {
-        request: SendRequest,
-        reply: Reply,
-    },
     Quit,
     Click(Position),
     Wheel(isize),
-    Resize(Size),
+}
+
+/// From the live follower.
+#[derive(Debug, Clone)]
+pub enum Live {
     Snapshot(Arc<Session>),
     Deleted,
-    LiveError(String),
-    SearchHits {
+    Error(String),
+}
+
+/// From the search worker.
+#[derive(Debug, Clone)]
+pub enum Found {
+    Hits {
         generation: u64,
-        rows: Vec<usize>,
+        records: Vec<RecordRef>,
     },
-    SearchProgress {
+    Progress {
         generation: u64,
         scanned: usize,
         total: usize,
     },
-    SearchDone {
+    Done {
         generation: u64,
     },
+}
+
+/// From the D-Mail side of the runtime.
+#[derive(Debug, Clone)]
+pub enum Denwa {
+    /// The runtime's answer to `Effect::Probe`.
+    Probed { target: Target, live: bool },
+    /// DenwaRenji's answer to `Effect::SendDMail`.
+    Reply { request: SendRequest, reply: Reply },
+}
+
+/// Every message the app takes, by source.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Input(Action),
+    Resize(Size),
+    Live(Live),
+    Search(Found),
+    DMail(Denwa),
+}
+
+impl From<Action> for Msg {
+    fn from(a: Action) -> Msg {
+        Msg::Input(a)
+    }
+}
+
+impl From<Live> for Msg {
+    fn from(l: Live) -> Msg {
+        Msg::Live(l)
+    }
+}
+
+impl From<Found> for Msg {
+    fn from(f: Found) -> Msg {
+        Msg::Search(f)
+    }
+}
+
+impl From<Denwa> for Msg {
+    fn from(d: Denwa) -> Msg {
+        Msg::DMail(d)
+    }
 }
 
 /// What the runtime does after an update.
@@ -136,9 +223,9 @@ pub enum Effect {
     Open(PathBuf),
     Search(SearchRequest),
     CancelSearch,
-    /// Is this agent's DenwaRenji live? Answer with `Action::Probed`.
+    /// Is this agent's DenwaRenji live? Answer with `Denwa::Probed`.
     Probe(Target),
-    /// Send off the UI thread; answer with `Action::DMailReply`.
+    /// Send off the UI thread; answer with `Denwa::Reply`.
     SendDMail(SendRequest),
 }
 
@@ -156,6 +243,11 @@ pub struct App {
     pub session: Option<Arc<Session>>,
     pub work_dir: Option<String>,
     pub rows: RowModel,
+    /// The world-line map of the agent shown.
+    pub map: Map,
+    pub show_map: bool,
+    /// A new world line being shown while following.
+    pub leap: Option<Leap>,
     pub agent: usize,
     /// The selected world line.
     pub focus: usize,
@@ -187,6 +279,9 @@ impl App {
             session: None,
             work_dir: None,
             rows: RowModel::empty(0),
+            map: Map::default(),
+            show_map: true,
+            leap: None,
             agent: 0,
             focus: 0,
             cursor: 0,
@@ -216,6 +311,41 @@ impl App {
         self.rows.record_of(self.rows.row_at(self.cursor)?)
     }
 
+    /// The record `d` sends a D-Mail to: the selected one, or for a folded
+    /// step the checkpoint it belongs to (a line's first step may start
+    /// with its D-Mail, after a shared checkpoint).
+    pub fn dmail_record(&self) -> Option<RecordRef> {
+        let r = self.selected()?;
+        let row = self.rows.row_at(self.cursor)?;
+        if !self.rows.is_step_head(row) || self.is_unfolded(row) {
+            return Some(r);
+        }
+        let s = self.session.as_ref()?;
+        let f = self.family()?;
+        let file = f.files.get(r.line)?;
+        let upto = r.record.min(file.records.len().checked_sub(1)?);
+        let k = file.records[..=upto]
+            .iter()
+            .rposition(|m| m.role == crate::model::Role::Checkpoint)?;
+        let n = *f.lines.get(r.line)?.nodes.get(k)?;
+        Some(s.graph[n].owner)
+    }
+
+    /// The record the detail pane shows: a folded step is read through its
+    /// lead (its D-Mail, prompt or reply), anything else is itself.
+    pub fn detail_record(&self) -> Option<RecordRef> {
+        let row = self.rows.row_at(self.cursor)?;
+        if self.rows.is_step_head(row) && !self.is_unfolded(row) {
+            if let Some(r) = self
+                .family()
+                .and_then(|f| super::steps::lead(f, &self.rows, row))
+            {
+                return Some(r);
+            }
+        }
+        self.selected()
+    }
+
     pub fn family(&self) -> Option<&crate::worldline::Family> {
         Some(&self.session.as_ref()?.agents.get(self.agent)?.family)
     }
@@ -230,8 +360,18 @@ impl App {
             .is_some_and(|&n| s.graph[n].owner == r)
     }
 
+    /// Rows the map takes on this screen.
+    pub fn map_height(&self) -> u16 {
+        geometry::map_height(self.size, self.map.tracks.len(), self.show_map)
+    }
+
+    /// The screen's regions (shared with drawing).
+    pub fn areas(&self) -> geometry::Areas {
+        geometry::areas(self.size, self.expanded, self.map_height())
+    }
+
     fn graph_height(&self) -> usize {
-        view::areas(self.size, self.expanded).graph.height.max(1) as usize
+        self.areas().graph.height.max(1) as usize
     }
 
     /// Selects visible position `pos` (clamped), follows the selection with
@@ -248,12 +388,14 @@ impl App {
         self.keep_in_view();
     }
 
+    /// Scrolls so the selection has a few rows of context above and below.
     fn keep_in_view(&mut self) {
         let h = self.graph_height();
-        if self.cursor < self.scroll {
-            self.scroll = self.cursor;
-        } else if self.cursor >= self.scroll + h {
-            self.scroll = self.cursor + 1 - h;
+        let off = geometry::scroll_off(h);
+        if self.cursor < self.scroll + off {
+            self.scroll = self.cursor.saturating_sub(off);
+        } else if self.cursor + off >= self.scroll + h {
+            self.scroll = (self.cursor + off + 1).saturating_sub(h);
         }
         let n = self.rows.len();
         self.scroll = self.scroll.min(n.saturating_sub(h));
@@ -271,23 +413,120 @@ impl App {
         }
     }
 
-    pub fn update(&mut self, action: Action) -> Effect {
+    pub fn update(&mut self, msg: impl Into<Msg>) -> Effect {
+        match msg.into() {
+            Msg::Input(a) => self.input(a),
+            Msg::Resize(s) => {
+                self.size = s;
+                self.keep_in_view();
+                Effect::None
+            }
+            Msg::Live(l) => {
+                self.live_update(l);
+                Effect::None
+            }
+            Msg::Search(f) => {
+                self.found(f);
+                Effect::None
+            }
+            Msg::DMail(Denwa::Probed { target, live }) => {
+                if live {
+                    self.overlay = Overlay::Compose(Box::new(Compose::new(target)));
+                } else {
+                    self.status = Some(compose::NOT_LIVE.into());
+                }
+                Effect::None
+            }
+            Msg::DMail(Denwa::Reply { request, reply }) => {
+                self.dmail_reply(request, reply);
+                Effect::None
+            }
+        }
+    }
+
+    fn live_update(&mut self, l: Live) {
+        match l {
+            Live::Snapshot(s) => {
+                self.apply_snapshot(s);
+                self.try_jump();
+            }
+            Live::Deleted => {
+                self.live = LiveState::Deleted;
+                self.status = Some("the session directory is gone; showing the last state".into());
+            }
+            Live::Error(e) => {
+                self.status = Some(format!("live: {}", crate::text::sanitize_line(&e, 120)))
+            }
+        }
+    }
+
+    fn found(&mut self, f: Found) {
+        match f {
+            Found::Hits {
+                generation,
+                records,
+            } => {
+                if generation == self.search.generation {
+                    let first = self.search.hits.is_empty();
+                    self.search.hits.extend(records);
+                    if first && !self.search.hits.is_empty() && self.session.is_some() {
+                        // The user asked to see hits: following would
+                        // carry the selection away from them.
+                        self.moved_by_hand();
+                        self.jump_hit(1);
+                    }
+                }
+            }
+            Found::Progress {
+                generation,
+                scanned,
+                total,
+            } => {
+                if generation == self.search.generation {
+                    self.search.scanned = scanned;
+                    self.search.total = total;
+                }
+            }
+            Found::Done { generation } => {
+                if generation == self.search.generation {
+                    self.search.running = false;
+                    let n = self.search.hits.len();
+                    let at = self
+                        .search
+                        .at
+                        .map(|a| format!(" · hit {}/{n}", self.search.hits.range(..a).count() + 1))
+                        .unwrap_or_default();
+                    self.status = Some(format!(
+                        "/{}: {n} match{}{at}",
+                        crate::text::sanitize_line(&self.search.query, 40),
+                        if n == 1 { "" } else { "es" }
+                    ));
+                }
+            }
+        }
+    }
+
+    /// What the user did; a popup, when open, takes it first.
+    fn input(&mut self, action: Action) -> Effect {
         if self.picker.is_some() && self.session.is_none() {
             return self.update_picker(action);
         }
-        match (&self.overlay, &action) {
-            (Overlay::Help, Action::Resize(_) | Action::Snapshot(_)) => {}
-            (Overlay::Help, _) if is_key(&action) => {
+        match &self.overlay {
+            Overlay::None => {}
+            Overlay::Help => {
                 self.overlay = Overlay::None;
                 return Effect::None;
             }
-            (Overlay::Subagents { sel }, _) if is_key(&action) => {
+            Overlay::Subagents { sel } => {
                 let sel = *sel;
                 return self.update_subagents(sel, action);
             }
-            // Keys typed while composing never reach the graph.
-            (Overlay::Compose(_), _) if is_key(&action) => return self.update_compose(action),
-            _ => {}
+            Overlay::Filter { sel } => {
+                let sel = *sel;
+                return self.update_filter_menu(sel, action);
+            }
+            // Keys typed while composing never reach the list.
+            Overlay::Compose(_) => return self.update_compose(action),
         }
         match action {
             Action::Move(d) => {
@@ -296,7 +535,7 @@ impl App {
             }
             Action::Page(d) => {
                 if self.expanded {
-                    let h = view::areas(self.size, true).detail.height.max(2) as isize - 1;
+                    let h = self.areas().detail.height.max(2) as isize - 1;
                     self.detail_scroll = offset(self.detail_scroll as usize, d * h) as u16;
                 } else {
                     self.moved_by_hand();
@@ -322,10 +561,33 @@ impl App {
                 self.moved_by_hand();
                 self.switch_line(d);
             }
-            Action::Expand => {
-                self.expanded = !self.expanded;
-                self.detail_scroll = 0;
+            Action::Expand => self.expand(),
+            Action::Fold => self.fold(),
+            Action::Every => {
+                self.filter.every = !self.filter.every;
+                self.filter.role = RoleFilter::All;
+                self.refilter();
+                self.status = Some(if self.filter.every {
+                    "every record, bookkeeping included (a: back to steps)".into()
+                } else {
+                    "one row per step".into()
+                });
+            }
+            Action::FilterMenu => {
+                let sel = self
+                    .filter_items()
+                    .iter()
+                    .position(|i| i.role == self.filter.role && i.every == self.filter.every)
+                    .unwrap_or(0);
+                self.overlay = Overlay::Filter { sel };
+            }
+            Action::MapToggle => {
+                self.show_map = !self.show_map;
                 self.keep_in_view();
+            }
+            Action::Error(d) => {
+                self.moved_by_hand();
+                self.jump_error(d);
             }
             Action::Mark(d) => {
                 self.moved_by_hand();
@@ -356,16 +618,6 @@ impl App {
                 self.moved_by_hand();
                 self.jump_hit(d);
             }
-            Action::CycleFilter => self.cycle_filter(),
-            Action::Collapse => {
-                self.filter.collapse = !self.filter.collapse;
-                self.refilter();
-                self.status = Some(if self.filter.collapse {
-                    "collapsed to checkpoints (c expands)".into()
-                } else {
-                    "every record shown".into()
-                });
-            }
             Action::Subagents => self.open_subagents(),
             Action::Back => {
                 if self.expanded {
@@ -388,69 +640,12 @@ impl App {
                 }
             }
             Action::DMail => return self.dmail(),
-            Action::Probed { target, live } => {
-                if live {
-                    self.overlay = Overlay::Compose(Box::new(Compose::new(target)));
-                } else {
-                    self.status = Some(compose::NOT_LIVE.into());
-                }
-            }
-            Action::DMailReply { request, reply } => self.dmail_reply(request, reply),
             // Only meaningful inside the compose box.
             Action::ComposeKey(_)
             | Action::ComposePaste(_)
             | Action::ComposeSend
             | Action::ComposeCancel => {}
             Action::Quit => return Effect::Quit,
-            Action::Resize(s) => {
-                self.size = s;
-                self.keep_in_view();
-            }
-            Action::Snapshot(s) => {
-                self.apply_snapshot(s);
-                self.try_jump();
-            }
-            Action::Deleted => {
-                self.live = LiveState::Deleted;
-                self.status = Some("the session directory is gone; showing the last state".into());
-            }
-            Action::LiveError(e) => {
-                self.status = Some(format!("live: {}", crate::text::sanitize_line(&e, 120)))
-            }
-            Action::SearchHits { generation, rows } => {
-                if generation == self.search.generation {
-                    let first = self.search.hits.is_empty();
-                    self.search.hits.extend(rows);
-                    if first && !self.search.hits.is_empty() {
-                        self.jump_hit(1);
-                    }
-                }
-            }
-            Action::SearchProgress {
-                generation,
-                scanned,
-                total,
-            } => {
-                if generation == self.search.generation {
-                    self.search.scanned = scanned;
-                    self.search.total = total;
-                }
-            }
-            Action::SearchDone { generation } => {
-                if generation == self.search.generation {
-                    self.search.running = false;
-                    self.status = Some(format!(
-                        "/{}: {} match{}",
-                        crate::text::sanitize_line(&self.search.query, 40),
-                        self.search.hits.len(),
-                        if self.search.hits.len() == 1 {
-                            ""
-                        } else {
-                            "es"
-                        }
-                    ));
-                }
-            }
         }
         Effect::None
     }
@@ -471,7 +666,7 @@ impl App {
                 }
             }
             Action::Click(pos) => {
-                let list = view::picker_list_area(self.size);
+                let list = geometry::picker_list_area(self.size);
                 if list.contains(pos) {
                     let i = (pos.y - list.y) as usize;
                     if i < n {
@@ -480,7 +675,6 @@ impl App {
                 }
             }
             Action::Quit | Action::Back => return Effect::Quit,
-            Action::Resize(s) => self.size = s,
             Action::Help => self.status = Some("↑/↓ choose a session, Enter opens, q quits".into()),
             _ => {}
         }
@@ -509,7 +703,19 @@ impl App {
     }
 
     fn click(&mut self, p: Position) {
-        let a = view::areas(self.size, self.expanded);
+        let a = self.areas();
+        if a.map.contains(p) {
+            let rows = geometry::map_track_rows(self.size, a.map.height);
+            let first = super::map::first_track(self.map.tracks.len(), rows, self.focus);
+            if p.y > a.map.y {
+                let line = first + (p.y - a.map.y - 1) as usize;
+                if line < self.map.tracks.len() && (p.y - a.map.y) as usize <= rows {
+                    self.moved_by_hand();
+                    self.go_line(line);
+                }
+            }
+            return;
+        }
         if a.graph.contains(p) {
             self.moved_by_hand();
             let pos = self.scroll + (p.y - a.graph.y) as usize;
@@ -525,6 +731,7 @@ impl App {
         // read showed: only a real change makes the session live.
         let unchanged = self.session.as_ref().is_some_and(|old| same_files(old, &s));
         let anchor = self.anchor();
+        let lines_before = self.family().map_or(0, |f| f.lines.len());
         self.live = match (first, self.live) {
             (_, LiveState::Live) => LiveState::Live,
             (true, _) if self.follow => LiveState::Live,
@@ -539,26 +746,68 @@ impl App {
         self.session = Some(s);
         self.cache.clear();
         self.rebuild_rows();
-        if self.follow || first {
-            if self.follow {
-                self.go_newest();
-            } else {
-                self.focus = self.current_line();
-                self.select(0);
+        let lines_now = self.family().map_or(0, |f| f.lines.len());
+        let now = Instant::now();
+        if self.follow && !first && lines_now > lines_before {
+            // The leap: show where the newest line begins and why.
+            let line = lines_now - 1;
+            self.leap = Some(Leap {
+                line,
+                until: now + LEAP,
+            });
+            self.status = Some(format!("new world line · {}", self.map.caption(line)));
+        }
+        match self.leap {
+            Some(l) if self.follow && now < l.until => self.show_leap(l.line),
+            _ => {
+                self.leap = None;
+                if self.follow || first {
+                    // A session opens on its current head.
+                    self.go_newest();
+                } else if let Some(a) = anchor {
+                    self.restore(&a);
+                }
             }
-        } else if let Some(a) = anchor {
-            self.restore(&a);
         }
-        if self.search.running || !self.search.query.is_empty() {
-            // Row numbers may have moved; the user can search again.
-            self.search.hits.clear();
-        }
+        // Hits are kept by record: they stay right as rows move.
     }
 
     fn rebuild_rows(&mut self) {
         if let Some(s) = &self.session {
             self.rows = RowModel::build(s, self.agent, &self.filter);
+            self.map = if self.agent == 0 {
+                Map::of_session(s)
+            } else {
+                match s.agents.get(self.agent) {
+                    Some(a) => {
+                        let order = crate::worldline::map::Order::of(&a.family);
+                        Map::of_family(s, &a.family, &order)
+                    }
+                    None => Map::default(),
+                }
+            };
         }
+    }
+
+    /// Selects world line `line`'s first own step, with its fork in view.
+    fn show_leap(&mut self, line: usize) {
+        self.focus = line;
+        let rows = self.rows.line_rows(line);
+        if !rows.is_empty() {
+            self.select_row(rows.start);
+            self.focus = line;
+        }
+    }
+
+    /// Goes to world line `line` where it begins (a map click).
+    pub fn go_line(&mut self, line: usize) {
+        let rows = self.rows.line_rows(line);
+        if rows.is_empty() {
+            return;
+        }
+        self.select_row(rows.start);
+        self.focus = line;
+        self.status = Some(self.map.caption(line));
     }
 
     fn refilter(&mut self) {
@@ -664,9 +913,9 @@ impl App {
             self.keep_in_view();
         }
         self.status = Some(format!(
-            "world line {} ({})",
-            super::theme::line_name(next),
-            f.lines[next].file
+            "{} ({})",
+            self.map.caption(next),
+            crate::text::sanitize_line(&f.lines[next].file, 40)
         ));
     }
 
@@ -680,9 +929,12 @@ impl App {
     }
 
     fn jump_mark(&mut self, d: isize) {
-        let Some(cur) = self.rows.row_at(self.cursor) else {
+        let Some(row) = self.rows.row_at(self.cursor) else {
             return;
         };
+        // Marks inside the row (a folded step) are where we are already.
+        let here = self.shown_rows(row);
+        let cur = if d > 0 { here.end - 1 } else { here.start };
         let marks = self.marks();
         // Binary search: a million-record session may have many marks.
         let target = if d > 0 {
@@ -699,23 +951,258 @@ impl App {
         }
     }
 
+    /// n/N: the next hit after the last one visited while the selection
+    /// is still on it (several hits can share a step), else after the
+    /// selection. Says where it is: `hit 3/12`.
     fn jump_hit(&mut self, d: isize) {
-        let cur = self.rows.row_at(self.cursor).unwrap_or(0);
+        let Some(cur) = self.selected() else {
+            self.status = Some("no search yet: / searches".into());
+            return;
+        };
+        let here = self
+            .rows
+            .row_at(self.cursor)
+            .map(|row| self.shown_rows(row))
+            .unwrap_or(0..0);
+        let from = match self.search.at {
+            Some(a) if self.rows.row_of(a).is_some_and(|r| here.contains(&r)) => a,
+            _ if d > 0 => self
+                .rows
+                .record_of(here.end.saturating_sub(1))
+                .unwrap_or(cur),
+            _ => cur,
+        };
         let hits = &self.search.hits;
         let target = if d > 0 {
-            hits.range(cur + 1..).next().or_else(|| hits.iter().next())
+            hits.range((std::ops::Bound::Excluded(from), std::ops::Bound::Unbounded))
+                .next()
+                .or_else(|| hits.iter().next())
         } else {
-            hits.range(..cur)
+            hits.range(..from)
                 .next_back()
                 .or_else(|| hits.iter().next_back())
         };
         match target.copied() {
-            Some(row) => self.select_row(row),
+            Some(r) => {
+                let i = hits.range(..r).count() + 1;
+                let n = hits.len();
+                self.search.at = Some(r);
+                if let Some(row) = self.rows.row_of(r) {
+                    self.select_row(row);
+                }
+                self.status = Some(format!(
+                    "/{}: hit {i}/{n}",
+                    crate::text::sanitize_line(&self.search.query, 40)
+                ));
+            }
             None if self.search.query.is_empty() => {
                 self.status = Some("no search yet: / searches".into())
             }
             None => self.status = Some("no matches".into()),
         }
+    }
+
+    /// The rows a drawn row stands for: itself and the hidden rows after
+    /// it (a folded step's records, or what a filter hides), so lanes,
+    /// forks, hits and errors inside them show on it.
+    pub fn shown_rows(&self, row: usize) -> std::ops::Range<usize> {
+        let p = self.rows.position_of(row);
+        if self.rows.row_at(p) != Some(row) {
+            return row..row + 1;
+        }
+        let next = self.rows.row_at(p + 1).unwrap_or(self.rows.total);
+        row..next.max(row + 1)
+    }
+
+    /// Is the step headed by `row` unfolded?
+    pub fn is_unfolded_step(&self, row: usize) -> bool {
+        self.is_unfolded(row)
+    }
+
+    fn is_unfolded(&self, row: usize) -> bool {
+        self.rows
+            .record_of(row)
+            .is_some_and(|r| self.filter.unfolded.contains(&r))
+    }
+
+    /// Enter/→: a step head unfolds or folds; a record opens in full.
+    fn expand(&mut self) {
+        let Some(row) = self.rows.row_at(self.cursor) else {
+            return;
+        };
+        if self.rows.is_step_head(row) && !self.expanded {
+            let Some(r) = self.rows.record_of(row) else {
+                return;
+            };
+            if !self.filter.unfolded.remove(&r) {
+                self.filter.unfolded.insert(r);
+            }
+            self.refilter();
+            return;
+        }
+        self.expanded = !self.expanded;
+        self.detail_scroll = 0;
+        self.keep_in_view();
+    }
+
+    /// ←: folds the step the selection is in (or closes the record).
+    fn fold(&mut self) {
+        if self.expanded {
+            self.expanded = false;
+            self.keep_in_view();
+            return;
+        }
+        let Some(row) = self.rows.row_at(self.cursor) else {
+            return;
+        };
+        let head = self.rows.step_rows(row).start;
+        if let Some(r) = self.rows.record_of(head) {
+            if self.filter.unfolded.remove(&r) {
+                self.refilter();
+                self.select_row(head);
+            }
+        }
+    }
+
+    /// e/E: the next tool error or refused D-Mail. Tool errors are only in
+    /// the bodies, so each tool result's first bytes are read; a bound
+    /// keeps one press short on a huge session.
+    fn jump_error(&mut self, d: isize) {
+        const MAX_SCAN: usize = 50_000;
+        let (Some(s), Some(row)) = (self.session.clone(), self.rows.row_at(self.cursor)) else {
+            return;
+        };
+        let here = self.shown_rows(row);
+        let total = self.rows.total;
+        let mut scanned = 0;
+        let mut next = if d > 0 {
+            here.end
+        } else {
+            here.start.wrapping_sub(1)
+        };
+        while next < total && scanned < MAX_SCAN {
+            scanned += 1;
+            if let Some(r) = self.rows.record_of(next) {
+                if self.is_error(&s, r) {
+                    self.select_row(next);
+                    self.status = Some("tool error".into());
+                    return;
+                }
+            }
+            next = if d > 0 {
+                next + 1
+            } else {
+                next.wrapping_sub(1)
+            };
+        }
+        self.status = Some(if scanned >= MAX_SCAN {
+            format!("no error in the next {MAX_SCAN} records")
+        } else {
+            "no more errors this way".into()
+        });
+    }
+
+    fn is_error(&self, s: &Session, r: RecordRef) -> bool {
+        use crate::model::{Marker, Role};
+        let Some(m) = s.record(r) else { return false };
+        match m.marker.as_deref() {
+            Some(Marker::DMailResult(res)) => return res.is_err(),
+            _ if m.role != Role::Tool => return false,
+            _ => {}
+        }
+        s.line_head(r, 256).is_ok_and(|h| {
+            memchr::memmem::find(&h, b"<system>ERROR").is_some()
+                || memchr::memmem::find(&h, b"\"is_error\": true").is_some()
+        })
+    }
+
+    /// The filter menu's choices, with what each would show.
+    pub fn filter_items(&self) -> Vec<FilterItem> {
+        use crate::model::Role;
+        let mut items = vec![
+            FilterItem {
+                label: "steps (one row each)".into(),
+                count: self.rows.step_count(),
+                role: RoleFilter::All,
+                every: false,
+            },
+            FilterItem {
+                label: "every record".into(),
+                count: self.rows.total,
+                role: RoleFilter::All,
+                every: true,
+            },
+        ];
+        let Some(f) = self.family() else {
+            return items;
+        };
+        let mut counts = [0usize; 4];
+        for (li, file) in f.files.iter().enumerate() {
+            let skip = f.lines.get(li).map_or(0, |l| l.shared);
+            for m in file.records.iter().skip(skip) {
+                let k = match m.role {
+                    Role::User if !super::rows::is_bookkeeping(m) => 0,
+                    Role::Assistant => 1,
+                    Role::Tool => 2,
+                    Role::Checkpoint => 3,
+                    _ => continue,
+                };
+                counts[k] += 1;
+            }
+        }
+        let roles = [
+            ("user messages", RoleFilter::User),
+            ("assistant messages", RoleFilter::Assistant),
+            ("tool results", RoleFilter::Tool),
+            ("checkpoints", RoleFilter::Checkpoints),
+        ];
+        for ((label, role), count) in roles.into_iter().zip(counts) {
+            items.push(FilterItem {
+                label: label.into(),
+                count,
+                role,
+                every: false,
+            });
+        }
+        for (name, count) in self.rows.tools(f) {
+            items.push(FilterItem {
+                label: format!("tool {}", crate::text::sanitize_line(name, 30)),
+                count: *count,
+                role: RoleFilter::ToolName(name.clone()),
+                every: false,
+            });
+        }
+        items
+    }
+
+    fn update_filter_menu(&mut self, sel: usize, action: Action) -> Effect {
+        let items = self.filter_items();
+        let n = items.len();
+        match action {
+            Action::Move(d) | Action::Wheel(d) => {
+                self.overlay = Overlay::Filter {
+                    sel: offset(sel, d).min(n.saturating_sub(1)),
+                }
+            }
+            Action::Top => self.overlay = Overlay::Filter { sel: 0 },
+            Action::Bottom => {
+                self.overlay = Overlay::Filter {
+                    sel: n.saturating_sub(1),
+                }
+            }
+            Action::Expand => {
+                self.overlay = Overlay::None;
+                if let Some(item) = items.into_iter().nth(sel) {
+                    self.filter.role = item.role;
+                    self.filter.every = item.every;
+                    self.refilter();
+                    self.status = Some(format!("showing {} ({})", item.label, item.count));
+                }
+            }
+            Action::Quit => return Effect::Quit,
+            _ => self.overlay = Overlay::None,
+        }
+        Effect::None
     }
 
     fn submit_search(&mut self) -> Effect {
@@ -731,6 +1218,7 @@ impl App {
         self.search.generation += 1;
         self.search.query = q.clone();
         self.search.hits.clear();
+        self.search.at = None;
         self.search.running = true;
         self.search.scanned = 0;
         self.search.total = self.rows.total;
@@ -740,24 +1228,6 @@ impl App {
             query: q,
             generation: self.search.generation,
         })
-    }
-
-    fn cycle_filter(&mut self) {
-        let order = [
-            RoleFilter::All,
-            RoleFilter::User,
-            RoleFilter::Assistant,
-            RoleFilter::Tool,
-            RoleFilter::Checkpoints,
-        ];
-        let mut all: Vec<RoleFilter> = order.to_vec();
-        if let Some(f) = self.family() {
-            all.extend(self.rows.tools(f).iter().cloned().map(RoleFilter::ToolName));
-        }
-        let i = all.iter().position(|f| *f == self.filter.role).unwrap_or(0);
-        self.filter.role = all[(i + 1) % all.len()].clone();
-        self.refilter();
-        self.status = Some(format!("filter: {}", self.filter.role.label()));
     }
 
     fn open_subagents(&mut self) {
@@ -791,7 +1261,10 @@ impl App {
         }
         self.back = self.anchor();
         self.agent = k;
-        self.filter = Filter::default();
+        self.filter = Filter {
+            every: self.filter.every,
+            ..Filter::default()
+        };
         self.search = SearchState {
             generation: self.search.generation + 1,
             ..SearchState::default()
@@ -808,7 +1281,10 @@ impl App {
 
     fn leave_subagent(&mut self) {
         self.agent = 0;
-        self.filter = Filter::default();
+        self.filter = Filter {
+            every: self.filter.every,
+            ..Filter::default()
+        };
         self.search = SearchState {
             generation: self.search.generation + 1,
             ..SearchState::default()
@@ -828,34 +1304,25 @@ impl App {
             return;
         };
         let h = self.graph_height();
+        let Some(fam) = s.agents.get(self.agent).map(|a| &a.family) else {
+            return;
+        };
         for pos in self.scroll..(self.scroll + h).min(self.rows.len()) {
-            if let Some(r) = self
-                .rows
-                .row_at(pos)
-                .and_then(|row| self.rows.record_of(row))
-            {
+            let Some(row) = self.rows.row_at(pos) else {
+                continue;
+            };
+            if self.rows.is_step_head(row) {
+                for r in super::steps::wanted(fam, &self.rows, row) {
+                    self.cache.preview(&s, r);
+                }
+            } else if let Some(r) = self.rows.record_of(row) {
                 self.cache.preview(&s, r);
             }
         }
-        if let Some(r) = self.selected() {
+        if let Some(r) = self.detail_record() {
             self.cache.body(&s, r);
         }
     }
-}
-
-fn is_key(a: &Action) -> bool {
-    !matches!(
-        a,
-        Action::Resize(_)
-            | Action::Snapshot(_)
-            | Action::Deleted
-            | Action::LiveError(_)
-            | Action::SearchHits { .. }
-            | Action::SearchProgress { .. }
-            | Action::SearchDone { .. }
-            | Action::Probed { .. }
-            | Action::DMailReply { .. }
-    )
 }
 
 fn offset(base: usize, d: isize) -> usize {

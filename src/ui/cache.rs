@@ -34,6 +34,11 @@ impl Cache {
         self.previews.get(&r).map(String::as_str)
     }
 
+    /// Did this tool result report an error (from its loaded preview)?
+    pub fn is_error(&self, r: RecordRef) -> Option<bool> {
+        self.get_preview(r).map(|p| p.starts_with("ERROR"))
+    }
+
     pub fn get_body(&self, r: RecordRef) -> Option<&Result<Body, String>> {
         self.bodies.iter().find(|(k, _)| *k == r).map(|(_, b)| b)
     }

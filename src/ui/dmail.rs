@@ -12,7 +12,7 @@ impl App {
         let Some(s) = self.session.clone() else {
             return Effect::None;
         };
-        let Some(r) = self.selected() else {
+        let Some(r) = self.dmail_record() else {
             self.status = Some(compose::NOT_A_CHECKPOINT.into());
             return Effect::None;
         };

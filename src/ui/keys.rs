@@ -1,4 +1,6 @@
-//! Terminal events → actions. Only key presses count (Windows and the kitty
+//! One key table: it maps keys to actions and is what the help and every
+//! footer are made from, so a key can't work without being listed or be
+//! listed without working. Only key presses count (Windows and the kitty
 //! protocol also report releases and repeats).
 
 use ratatui::crossterm::event::{
@@ -6,7 +8,7 @@ use ratatui::crossterm::event::{
 };
 use ratatui::layout::{Position, Size};
 
-use super::app::Action;
+use super::app::{Action, Msg};
 
 /// How keys are read right now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,15 +20,257 @@ pub enum Mode {
     Compose,
 }
 
-pub fn action_for(mode: Mode, ev: &Event) -> Option<Action> {
+/// A key: its code and whether Ctrl is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Code(pub KeyCode, pub bool);
+
+const fn ch(c: char) -> Code {
+    Code(KeyCode::Char(c), false)
+}
+
+const fn ctrl(c: char) -> Code {
+    Code(KeyCode::Char(c), true)
+}
+
+const fn k(code: KeyCode) -> Code {
+    Code(code, false)
+}
+
+/// One line of the key table.
+pub struct Binding {
+    /// The keys as the help shows them; empty when another line covers it.
+    pub keys: &'static str,
+    pub what: &'static str,
+    /// Short footer text and its rank (lower is kept first on a narrow
+    /// screen); `None` stays out of the footer.
+    pub footer: Option<(&'static str, u8)>,
+    pub codes: &'static [Code],
+    pub action: fn() -> Action,
+}
+
+/// The session screen's keys.
+pub const TABLE: &[Binding] = &[
+    Binding {
+        keys: "j/k ↑/↓",
+        what: "move by a row (a step, or a record when unfolded)",
+        footer: Some(("j/k step", 0)),
+        codes: &[ch('j'), k(KeyCode::Down)],
+        action: || Action::Move(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('k'), k(KeyCode::Up)],
+        action: || Action::Move(-1),
+    },
+    Binding {
+        keys: "PgDn Space ^D",
+        what: "page down",
+        footer: None,
+        codes: &[k(KeyCode::PageDown), ch(' '), ctrl('d')],
+        action: || Action::Page(1),
+    },
+    Binding {
+        keys: "PgUp ^U",
+        what: "page up",
+        footer: None,
+        codes: &[k(KeyCode::PageUp), ctrl('u')],
+        action: || Action::Page(-1),
+    },
+    Binding {
+        keys: "g/G Home/End",
+        what: "first row, last row",
+        footer: None,
+        codes: &[ch('g'), k(KeyCode::Home)],
+        action: || Action::Top,
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('G'), k(KeyCode::End)],
+        action: || Action::Bottom,
+    },
+    Binding {
+        keys: "Enter →",
+        what: "unfold / fold a step; on a record: the whole record",
+        footer: Some(("⏎ unfold", 1)),
+        codes: &[k(KeyCode::Enter), k(KeyCode::Right)],
+        action: || Action::Expand,
+    },
+    Binding {
+        keys: "←",
+        what: "fold the step the selection is in",
+        footer: None,
+        codes: &[k(KeyCode::Left)],
+        action: || Action::Fold,
+    },
+    Binding {
+        keys: "h/l Tab",
+        what: "previous / next world line, keeping the equivalent point",
+        footer: Some(("h/l world line", 2)),
+        codes: &[ch('l'), k(KeyCode::Tab)],
+        action: || Action::SwitchLine(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('h'), k(KeyCode::BackTab)],
+        action: || Action::SwitchLine(-1),
+    },
+    Binding {
+        keys: "] [",
+        what: "next / previous fork or D-Mail",
+        footer: Some(("]/[ fork", 3)),
+        codes: &[ch(']')],
+        action: || Action::Mark(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('[')],
+        action: || Action::Mark(-1),
+    },
+    Binding {
+        keys: "/ n N",
+        what: "search bodies (smart case), next / previous match",
+        footer: Some(("/ search", 4)),
+        codes: &[ch('/')],
+        action: || Action::SearchOpen,
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('n')],
+        action: || Action::Hit(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('N')],
+        action: || Action::Hit(-1),
+    },
+    Binding {
+        keys: "e E",
+        what: "next / previous tool error or refused D-Mail",
+        footer: Some(("e error", 6)),
+        codes: &[ch('e')],
+        action: || Action::Error(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('E')],
+        action: || Action::Error(-1),
+    },
+    Binding {
+        keys: "f",
+        what: "filter menu: steps, every record, by role or tool, with counts",
+        footer: Some(("f filter", 5)),
+        codes: &[ch('f')],
+        action: || Action::FilterMenu,
+    },
+    Binding {
+        keys: "a ^O",
+        what: "every record, bookkeeping included (again: back to steps)",
+        footer: Some(("a all", 9)),
+        codes: &[ch('a'), ctrl('o')],
+        action: || Action::Every,
+    },
+    Binding {
+        keys: "m",
+        what: "show / hide the world-line map (click a track to go there)",
+        footer: Some(("m map", 8)),
+        codes: &[ch('m')],
+        action: || Action::MapToggle,
+    },
+    Binding {
+        keys: "d",
+        what: "D-Mail to the selected ⚑ of the current line (Ctrl-S sends)",
+        footer: Some(("d D-Mail", 7)),
+        codes: &[ch('d')],
+        action: || Action::DMail,
+    },
+    Binding {
+        keys: "s",
+        what: "subagents (on an Agent call: enter it); Esc goes back",
+        footer: Some(("s subagents", 10)),
+        codes: &[ch('s')],
+        action: || Action::Subagents,
+    },
+    Binding {
+        keys: "F",
+        what: "follow the newest record (shows each new world line's leap)",
+        footer: Some(("F follow", 11)),
+        codes: &[ch('F')],
+        action: || Action::Follow,
+    },
+    Binding {
+        keys: "Esc Bksp",
+        what: "back: close the record, leave a subagent",
+        footer: None,
+        codes: &[k(KeyCode::Esc), k(KeyCode::Backspace)],
+        action: || Action::Back,
+    },
+    Binding {
+        keys: "?",
+        what: "this help",
+        footer: None,
+        codes: &[ch('?')],
+        action: || Action::Help,
+    },
+    Binding {
+        keys: "q ^C",
+        what: "quit",
+        footer: None,
+        codes: &[ch('q')],
+        action: || Action::Quit,
+    },
+];
+
+/// Always at the end of a footer, whatever the width.
+pub const FOOTER_TAIL: &str = "? help  q quit";
+
+/// The footer of the session screen for `width` columns: the best-ranked
+/// keys that fit, then `? help  q quit`. Also returns the keys left out.
+pub fn footer(width: usize) -> (String, Vec<&'static str>) {
+    let mut items: Vec<(&str, u8)> = TABLE.iter().filter_map(|b| b.footer).collect();
+    items.sort_by_key(|&(_, rank)| rank);
+    let budget = width.saturating_sub(crate::text::width(FOOTER_TAIL) + 2);
+    let mut out = String::from(" ");
+    let mut hidden = Vec::new();
+    for (label, _) in items {
+        let w = crate::text::width(label) + 2;
+        if crate::text::width(&out) + w <= budget && hidden.is_empty() {
+            out.push_str(label);
+            out.push_str("  ");
+        } else {
+            hidden.push(label);
+        }
+    }
+    out.push_str(FOOTER_TAIL);
+    (out, hidden)
+}
+
+/// A terminal event as a message: a key through the table, the mouse, a
+/// paste into the compose box, a resize.
+pub fn message_for(mode: Mode, ev: &Event) -> Option<Msg> {
     match ev {
-        Event::Key(k) if k.kind == KeyEventKind::Press => key(mode, k),
+        Event::Key(k) if k.kind == KeyEventKind::Press => key(mode, k).map(Msg::Input),
         // The compose box has no mouse use, and a click must not move the
         // selection under it.
         Event::Mouse(_) if mode == Mode::Compose => None,
-        Event::Mouse(m) => mouse(m),
-        Event::Paste(s) if mode == Mode::Compose => Some(Action::ComposePaste(s.clone())),
-        Event::Resize(w, h) => Some(Action::Resize(Size::new(*w, *h))),
+        Event::Mouse(m) => mouse(m).map(Msg::Input),
+        Event::Paste(s) if mode == Mode::Compose => {
+            Some(Msg::Input(Action::ComposePaste(s.clone())))
+        }
+        Event::Resize(w, h) => Some(Msg::Resize(Size::new(*w, *h))),
         _ => None,
     }
 }
@@ -53,34 +297,11 @@ pub fn key(mode: Mode, k: &KeyEvent) -> Option<Action> {
             _ => None,
         };
     }
-    let a = match k.code {
-        KeyCode::Char('j') | KeyCode::Down => Action::Move(1),
-        KeyCode::Char('k') | KeyCode::Up => Action::Move(-1),
-        KeyCode::Char('d') if ctrl => Action::Page(1),
-        KeyCode::Char('u') if ctrl => Action::Page(-1),
-        KeyCode::PageDown | KeyCode::Char(' ') => Action::Page(1),
-        KeyCode::PageUp => Action::Page(-1),
-        KeyCode::Char('g') | KeyCode::Home => Action::Top,
-        KeyCode::Char('G') | KeyCode::End => Action::Bottom,
-        KeyCode::Char('h') | KeyCode::Left | KeyCode::BackTab => Action::SwitchLine(-1),
-        KeyCode::Char('l') | KeyCode::Right | KeyCode::Tab => Action::SwitchLine(1),
-        KeyCode::Enter => Action::Expand,
-        KeyCode::Char(']') => Action::Mark(1),
-        KeyCode::Char('[') => Action::Mark(-1),
-        KeyCode::Char('/') => Action::SearchOpen,
-        KeyCode::Char('n') => Action::Hit(1),
-        KeyCode::Char('N') => Action::Hit(-1),
-        KeyCode::Char('f') => Action::CycleFilter,
-        KeyCode::Char('c') => Action::Collapse,
-        KeyCode::Char('s') => Action::Subagents,
-        KeyCode::Esc | KeyCode::Backspace => Action::Back,
-        KeyCode::Char('?') => Action::Help,
-        KeyCode::Char('F') => Action::Follow,
-        KeyCode::Char('d') => Action::DMail,
-        KeyCode::Char('q') => Action::Quit,
-        _ => return None,
-    };
-    Some(a)
+    let code = Code(k.code, ctrl);
+    TABLE
+        .iter()
+        .find(|b| b.codes.contains(&code))
+        .map(|b| (b.action)())
 }
 
 fn mouse(m: &MouseEvent) -> Option<Action> {
@@ -102,11 +323,15 @@ mod tests {
     fn releases_are_ignored_and_ctrl_c_quits_everywhere() {
         let mut k = KeyEvent::new(KeyCode::Char('j'), KeyModifiers::NONE);
         assert!(matches!(
-            action_for(Mode::Normal, &Event::Key(k)),
-            Some(Action::Move(1))
+            message_for(Mode::Normal, &Event::Key(k)),
+            Some(Msg::Input(Action::Move(1)))
         ));
         k.kind = KeyEventKind::Release;
-        assert!(action_for(Mode::Normal, &Event::Key(k)).is_none());
+        assert!(message_for(Mode::Normal, &Event::Key(k)).is_none());
+        assert!(matches!(
+            message_for(Mode::Normal, &Event::Resize(80, 24)),
+            Some(Msg::Resize(_))
+        ));
         let c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert!(matches!(key(Mode::SearchInput, &c), Some(Action::Quit)));
         let q = KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE);
@@ -114,5 +339,39 @@ mod tests {
             key(Mode::SearchInput, &q),
             Some(Action::SearchChar('q'))
         ));
+        let o = KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL);
+        assert!(matches!(key(Mode::Normal, &o), Some(Action::Every)));
+    }
+
+    #[test]
+    fn no_key_is_bound_twice_and_every_bound_key_is_in_the_help() {
+        let mut seen = Vec::new();
+        for b in TABLE {
+            for c in b.codes {
+                assert!(!seen.contains(c), "{c:?} bound twice");
+                seen.push(*c);
+            }
+        }
+        // A line without its own help text shares the line above it.
+        assert!(!TABLE[0].keys.is_empty());
+    }
+
+    #[test]
+    fn the_footer_always_keeps_help_and_quit() {
+        for w in [40, 80, 100, 120, 200] {
+            let (f, hidden) = footer(w);
+            assert!(f.ends_with(FOOTER_TAIL), "{w}: {f}");
+            assert!(crate::text::width(&f) <= w.max(crate::text::width(FOOTER_TAIL) + 1));
+            let shown = TABLE.iter().filter(|b| b.footer.is_some()).count();
+            assert_eq!(
+                f.matches("  ").count() - 1 + hidden.len(),
+                shown,
+                "{w}: {f}"
+            );
+        }
+        let (narrow, hidden) = footer(80);
+        assert!(narrow.contains("j/k step"));
+        assert!(!hidden.is_empty());
+        assert!(footer(200).1.is_empty());
     }
 }

@@ -1,8 +1,10 @@
 //! Lane layout for the graph column (pure). Rows are records in the order
 //! they were written; each world line owns a contiguous run of rows. A world
 //! line's lane starts at its fork-point row (a row of its origin), runs down
-//! past later rows of other lines and ends at its last own row; freed lanes
-//! are reused. Glyphs are computed per visible row in O(world lines).
+//! past later rows of other lines and ends at its last own row. Lane k is
+//! world line k for the whole session (oldest leftmost), so nothing moves
+//! when a new line appears. Glyphs are computed per drawn row (a record or a
+//! folded step) in O(world lines).
 
 /// Where one world line sits in row space.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,8 +24,9 @@ impl Span {
         self.fork_row.unwrap_or(self.start)
     }
 
-    fn active(&self, row: usize) -> bool {
-        self.start < self.end && self.from() <= row && row < self.end
+    /// Drawn on some row of `first..=last`.
+    fn active_in(&self, first: usize, last: usize) -> bool {
+        self.start < self.end && self.from() <= last && first < self.end
     }
 }
 
@@ -51,30 +54,12 @@ pub struct Lanes {
 }
 
 impl Lanes {
-    /// Assigns lanes greedily in order of first drawn row: the lowest lane
-    /// whose previous occupant has ended.
+    /// Gives each world line its own lane for the whole session, oldest
+    /// leftmost, so a lane never moves when later lines appear.
     pub fn assign(spans: Vec<Span>) -> Lanes {
-        let mut order: Vec<usize> = (0..spans.len())
-            .filter(|&i| spans[i].start < spans[i].end)
-            .collect();
-        order.sort_by_key(|&i| (spans[i].from(), i));
-        let mut busy_until: Vec<usize> = Vec::new();
-        let mut lane = vec![None; spans.len()];
-        for i in order {
-            let s = &spans[i];
-            let slot = match busy_until.iter().position(|&end| end <= s.from()) {
-                Some(k) => k,
-                None => {
-                    busy_until.push(0);
-                    busy_until.len() - 1
-                }
-            };
-            // The origin's lane is busy at the fork row, so never chosen.
-            busy_until[slot] = s.end;
-            lane[i] = Some(slot);
-        }
+        let lane = (0..spans.len()).map(Some).collect();
         Lanes {
-            width: busy_until.len(),
+            width: spans.len(),
             spans,
             lane,
         }
@@ -84,6 +69,20 @@ impl Lanes {
     /// to its right), at most `max_lanes` lanes. `owner` is the world line
     /// that owns the row and `node` the glyph for its record.
     pub fn cells(&self, row: usize, owner: usize, node: char, max_lanes: usize) -> Vec<Cell> {
+        self.cells_over(row..row + 1, owner, node, max_lanes)
+    }
+
+    /// The cells of one drawn row standing for rows `rows` (a folded step):
+    /// lanes alive anywhere in it pass through, forks inside it branch off.
+    pub fn cells_over(
+        &self,
+        rows: std::ops::Range<usize>,
+        owner: usize,
+        node: char,
+        max_lanes: usize,
+    ) -> Vec<Cell> {
+        let row = rows.start;
+        let last = rows.end.max(row + 1) - 1;
         let lanes = self.width.min(max_lanes).max(1);
         let mut out = vec![BLANK; lanes * 2];
         let put = |out: &mut Vec<Cell>, col: usize, glyph: char, line: usize| {
@@ -95,13 +94,15 @@ impl Lanes {
             }
         };
         for (i, s) in self.spans.iter().enumerate() {
-            let Some(l) = self.lane[i] else { continue };
-            if !s.active(row) {
+            let Some(l) = self.lane[i].filter(|&l| l < lanes) else {
+                continue;
+            };
+            if !s.active_in(row, last) {
                 continue;
             }
-            if i == owner && row >= s.start {
+            if i == owner && last >= s.start {
                 put(&mut out, l * 2, node, i);
-            } else if row > s.from() {
+            } else if last > s.from() {
                 put(&mut out, l * 2, '│', i);
             }
         }
@@ -110,12 +111,16 @@ impl Lanes {
             let (Some(l), Some(fr), Some(o)) = (self.lane[i], s.fork_row, s.origin) else {
                 continue;
             };
-            if fr != row || s.start >= s.end {
+            if !(row..=last).contains(&fr) || s.start >= s.end {
                 continue;
             }
             let Some(lo) = self.lane.get(o).copied().flatten() else {
                 continue;
             };
+            let (l, lo) = (l.min(lanes - 1), lo.min(lanes - 1));
+            if l == lo {
+                continue;
+            }
             let (a, b, corner) = if l > lo {
                 (lo * 2 + 1, l * 2, '╮')
             } else {
@@ -187,18 +192,48 @@ mod tests {
     }
 
     #[test]
-    fn branches_leave_their_origin_and_lanes_are_reused() {
+    fn each_world_line_keeps_its_own_lane_oldest_leftmost() {
         let l = twice();
-        assert_eq!(l.lane, vec![Some(0), Some(1), Some(0)]);
-        assert_eq!(l.width, 2);
-        assert_eq!(glyphs(&l, 0, 0), "●   ");
-        assert_eq!(glyphs(&l, 1, 0), "●─╮ ");
-        assert_eq!(glyphs(&l, 2, 0), "● │ ");
-        assert_eq!(glyphs(&l, 5, 1), "  ● ");
-        // Lane 0 is free again, so the third line branches to the left.
-        assert_eq!(glyphs(&l, 6, 1), "╭─● ");
-        assert_eq!(glyphs(&l, 7, 1), "│ ● ");
-        assert_eq!(glyphs(&l, 8, 2), "●   ");
+        assert_eq!(l.lane, vec![Some(0), Some(1), Some(2)]);
+        assert_eq!(l.width, 3);
+        assert_eq!(glyphs(&l, 0, 0), "●     ");
+        assert_eq!(glyphs(&l, 1, 0), "●─╮   ");
+        assert_eq!(glyphs(&l, 2, 0), "● │   ");
+        assert_eq!(glyphs(&l, 5, 1), "  ●   ");
+        // The third line branches right of its origin, never into lane 0.
+        assert_eq!(glyphs(&l, 6, 1), "  ●─╮ ");
+        assert_eq!(glyphs(&l, 7, 1), "  ● │ ");
+        assert_eq!(glyphs(&l, 8, 2), "    ● ");
+        // A new line appearing later moves no existing lane.
+        let mut spans = l.spans.clone();
+        spans.push(Span {
+            fork_row: Some(3),
+            origin: Some(0),
+            start: 10,
+            end: 12,
+        });
+        let more = Lanes::assign(spans);
+        assert_eq!(&more.lane[..3], &l.lane[..]);
+        assert_eq!(more.lane[3], Some(3));
+    }
+
+    #[test]
+    fn a_folded_step_draws_the_forks_inside_it() {
+        let l = twice();
+        // Rows 0..3 drawn as one step: α's node and β's branch.
+        let g: String = l
+            .cells_over(0..3, 0, '●', 8)
+            .iter()
+            .map(|c| c.glyph)
+            .collect();
+        assert_eq!(g, "●─╮   ");
+        // Rows 6..8 as one step of β: γ branches off it.
+        let g: String = l
+            .cells_over(6..8, 1, '●', 8)
+            .iter()
+            .map(|c| c.glyph)
+            .collect();
+        assert_eq!(g, "  ●─╮ ");
     }
 
     #[test]
@@ -228,7 +263,7 @@ mod tests {
     }
 
     #[test]
-    fn lines_without_rows_take_no_lane_and_lanes_are_capped() {
+    fn lines_without_rows_draw_nothing_and_lanes_are_capped() {
         let l = Lanes::assign(vec![
             Span {
                 fork_row: None,
@@ -243,8 +278,7 @@ mod tests {
                 end: 2,
             },
         ]);
-        assert_eq!(l.lane, vec![Some(0), None]);
-        assert_eq!(glyphs(&l, 1, 0), "● ");
+        assert_eq!(glyphs(&l, 1, 0), "●   ");
         let wide = twice();
         let capped: String = wide.cells(2, 0, '●', 1).iter().map(|c| c.glyph).collect();
         assert_eq!(capped, "●›");

@@ -1,6 +1,7 @@
-//! The terminal UI. One event loop: the input thread, the live follower and
-//! the search worker all send messages on one channel; the loop applies
-//! them with `App::update`, drains whatever else is queued (redraws are
+//! The terminal UI. One event loop: the input thread, the live follower,
+//! the search worker and the D-Mail sender all send on one channel; the loop
+//! turns terminal events into messages with the key table, applies every
+//! message with `App::update`, drains whatever else is queued (redraws are
 //! coalesced), loads the visible bodies, then draws.
 
 pub mod app;
@@ -9,10 +10,13 @@ pub mod compose;
 pub mod detail;
 pub mod divergence;
 mod dmail;
+pub mod geometry;
 pub mod keys;
 pub mod layout;
+pub mod map;
 pub mod rows;
 pub mod search;
+pub mod steps;
 pub mod terminal;
 pub mod theme;
 pub mod view;
@@ -26,44 +30,58 @@ use std::time::{Duration, SystemTime};
 use ratatui::crossterm::event::{self, Event};
 
 use crate::live::{self, LiveEvent, LiveOptions};
-use crate::session::{self, Locator};
+use crate::sources::lookup::{self as source, Locator};
 
-use app::{Action, App, Effect};
+use app::{Action, App, Denwa, Effect, Live, Msg};
 use keys::Mode;
 use theme::Theme;
 
-/// Messages of the event loop.
-enum Msg {
+/// What arrives on the event loop's channel: raw terminal events (turned
+/// into messages by the key table on the loop, where the mode is known) and
+/// messages from the worker threads.
+enum Incoming {
     Term(Event),
-    Action(Action),
+    Msg(Msg),
+}
+
+/// What `worldline [session]` was asked to open.
+#[derive(Debug, Clone, Default)]
+pub struct ViewOptions {
+    /// Session path, id or id prefix; `None`: the newest of this directory.
+    pub session: Option<String>,
+    /// Choose the session from a list.
+    pub pick: bool,
+    /// Keep the newest record in view as the session grows.
+    pub follow: bool,
+    /// Poll the files instead of using native file notifications.
+    pub poll: bool,
 }
 
 /// `worldline [session]`: the picker when asked (or when this directory has
 /// several sessions and none was named), else the session.
-pub fn run(args: &crate::cli::ViewArgs) -> anyhow::Result<()> {
+pub fn run(args: &ViewOptions) -> anyhow::Result<()> {
     let loc = Locator::from_env();
-    let several_here =
-        args.session.is_none() && session::sessions_in(&loc.cwd_sessions()).len() > 1;
+    let several_here = args.session.is_none() && source::sessions_here(&loc).len() > 1;
     if args.pick || several_here {
-        let mut sessions = session::list(&loc, false);
+        let mut sessions = source::list(&loc, false);
         if sessions.is_empty() {
-            sessions = session::list(&loc, true);
+            sessions = source::list(&loc, true);
         }
         if sessions.is_empty() {
             anyhow::bail!(
-                "no sessions under {} (set KIMI_SHARE_DIR or try `worldline demo`)",
-                loc.sessions_root().display()
+                "no sessions under {} (set KIMI_SHARE_DIR or KIMI_CODE_HOME, or try `worldline demo`)",
+                loc.everywhere()
             );
         }
         return start(None, Some(sessions), args.follow, args.poll);
     }
-    let dir = session::resolve(args.session.as_deref(), &loc)?;
+    let dir = source::resolve(args.session.as_deref(), &loc)?;
     run_on(dir, args.follow, args.poll)
 }
 
 /// Opens the TUI on one session directory (the demo calls this).
 pub fn run_on(dir: PathBuf, follow: bool, poll: bool) -> anyhow::Result<()> {
-    if !session::is_session_dir(&dir) {
+    if !source::is_session(&dir) {
         return Err(crate::Error::NoContextFile { path: dir }.into());
     }
     start(Some(dir), None, follow, poll)
@@ -71,7 +89,7 @@ pub fn run_on(dir: PathBuf, follow: bool, poll: bool) -> anyhow::Result<()> {
 
 fn start(
     dir: Option<PathBuf>,
-    picker: Option<Vec<session::SessionSummary>>,
+    picker: Option<Vec<source::SessionSummary>>,
     follow: bool,
     poll: bool,
 ) -> anyhow::Result<()> {
@@ -98,7 +116,7 @@ impl Drop for Open {
     }
 }
 
-fn open(dir: &Path, poll: bool, tx: &Sender<Msg>) -> anyhow::Result<Open> {
+fn open(dir: &Path, poll: bool, tx: &Sender<Incoming>) -> anyhow::Result<Open> {
     let stop = Arc::new(AtomicBool::new(false));
     let (dir, tx, stopped) = (dir.to_path_buf(), tx.clone(), stop.clone());
     std::thread::Builder::new()
@@ -108,7 +126,10 @@ fn open(dir: &Path, poll: bool, tx: &Sender<Msg>) -> anyhow::Result<Open> {
             // follower (incremental, one file at a time) starts after it and
             // its first snapshot simply confirms what is shown.
             if let Ok(s) = crate::worldline::Session::load(&dir) {
-                if tx.send(Msg::Action(Action::Snapshot(Arc::new(s)))).is_err() {
+                if tx
+                    .send(Incoming::Msg(Live::Snapshot(Arc::new(s)).into()))
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -119,7 +140,7 @@ fn open(dir: &Path, poll: bool, tx: &Sender<Msg>) -> anyhow::Result<Open> {
             let (rx, _handle) = match live::spawn(dir, opts) {
                 Ok(pair) => pair,
                 Err(e) => {
-                    let _ = tx.send(Msg::Action(Action::LiveError(e.to_string())));
+                    let _ = tx.send(Incoming::Msg(Live::Error(e.to_string()).into()));
                     return;
                 }
             };
@@ -129,12 +150,12 @@ fn open(dir: &Path, poll: bool, tx: &Sender<Msg>) -> anyhow::Result<Open> {
                     Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
                     Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
                 };
-                let a = match ev {
-                    LiveEvent::Snapshot(s) => Action::Snapshot(s),
-                    LiveEvent::Deleted => Action::Deleted,
-                    LiveEvent::Error(e) => Action::LiveError(e),
+                let l = match ev {
+                    LiveEvent::Snapshot(s) => Live::Snapshot(s),
+                    LiveEvent::Deleted => Live::Deleted,
+                    LiveEvent::Error(e) => Live::Error(e),
                 };
-                if tx.send(Msg::Action(a)).is_err() {
+                if tx.send(Incoming::Msg(l.into())).is_err() {
                     return;
                 }
             }
@@ -142,17 +163,14 @@ fn open(dir: &Path, poll: bool, tx: &Sender<Msg>) -> anyhow::Result<Open> {
     Ok(Open { stop })
 }
 
-/// kimi.json's path for this session's work-dir folder, if known.
+/// The session's work dir, if known.
 fn work_dir_of(dir: &Path) -> Option<String> {
-    let folder = dir.parent()?;
-    let share = folder.parent()?.parent()?;
-    let name = folder.file_name()?.to_string_lossy().into_owned();
-    session::work_dirs(share).remove(&name)
+    source::work_dir_of(dir)
 }
 
 fn recently_modified(dir: &Path) -> bool {
     SystemTime::now()
-        .duration_since(session::modified(dir))
+        .duration_since(source::modified(dir))
         .is_ok_and(|age| age < Duration::from_secs(60))
 }
 
@@ -164,7 +182,7 @@ fn event_loop(
     poll: bool,
     signals: Arc<AtomicBool>,
 ) -> anyhow::Result<()> {
-    let (tx, rx) = mpsc::channel::<Msg>();
+    let (tx, rx) = mpsc::channel::<Incoming>();
     let stop = Arc::new(AtomicBool::new(false));
     spawn_input(tx.clone(), stop.clone())?;
     let mut current: Option<Open> = None;
@@ -190,8 +208,8 @@ fn event_loop(
                     search_cancel.store(true, Ordering::Relaxed);
                     search_cancel = Arc::new(AtomicBool::new(false));
                     let tx = tx.clone();
-                    let sent = search::spawn(req, search_cancel.clone(), move |a| {
-                        tx.send(Msg::Action(a)).is_ok()
+                    let sent = search::spawn(req, search_cancel.clone(), move |f| {
+                        tx.send(Incoming::Msg(f.into())).is_ok()
                     });
                     if let Err(e) = sent {
                         app.status = Some(format!("cannot search: {e}"));
@@ -201,7 +219,7 @@ fn event_loop(
                 // Cheap (a file read and a kill(pid, 0)): done right here.
                 Effect::Probe(target) => {
                     let live = compose::probe(&target);
-                    let next = app.update(Action::Probed { target, live });
+                    let next = app.update(Denwa::Probed { target, live });
                     if !matches!(next, Effect::None) {
                         pending = Some(next);
                     }
@@ -247,10 +265,10 @@ fn event_loop(
     result
 }
 
-fn handle(app: &mut App, m: Msg) -> Effect {
+fn handle(app: &mut App, m: Incoming) -> Effect {
     match m {
-        Msg::Action(a) => app.update(a),
-        Msg::Term(ev) => {
+        Incoming::Msg(m) => app.update(m),
+        Incoming::Term(ev) => {
             let mode = if matches!(app.overlay, app::Overlay::Compose(_)) {
                 Mode::Compose
             } else if app.search.input.is_some() {
@@ -258,7 +276,7 @@ fn handle(app: &mut App, m: Msg) -> Effect {
             } else {
                 Mode::Normal
             };
-            match keys::action_for(mode, &ev) {
+            match keys::message_for(mode, &ev) {
                 Some(a) => {
                     if matches!(ev, Event::Key(_)) && app.search.input.is_none() {
                         // A key press clears the last status message.
@@ -274,19 +292,22 @@ fn handle(app: &mut App, m: Msg) -> Effect {
 
 /// Sends a D-Mail on a worker thread (the client may wait for its
 /// timeouts); the reply comes back through the loop's channel.
-fn spawn_send(request: compose::SendRequest, tx: Sender<Msg>, app: &mut App) {
+fn spawn_send(request: compose::SendRequest, tx: Sender<Incoming>, app: &mut App) {
     let req = request.clone();
     let spawned = std::thread::Builder::new()
         .name("worldline-dmail".into())
         .spawn(move || {
             let reply = compose::send(&req);
-            let _ = tx.send(Msg::Action(Action::DMailReply {
-                request: req,
-                reply,
-            }));
+            let _ = tx.send(Incoming::Msg(
+                Denwa::Reply {
+                    request: req,
+                    reply,
+                }
+                .into(),
+            ));
         });
     if let Err(e) = spawned {
-        app.update(Action::DMailReply {
+        app.update(Denwa::Reply {
             request,
             reply: compose::Reply::Failed(format!("cannot start a thread: {e}")),
         });
@@ -294,7 +315,7 @@ fn spawn_send(request: compose::SendRequest, tx: Sender<Msg>, app: &mut App) {
 }
 
 /// Reads terminal events with a short timeout so it notices `stop`.
-fn spawn_input(tx: Sender<Msg>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
+fn spawn_input(tx: Sender<Incoming>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("worldline-input".into())
         .spawn(move || {
@@ -302,7 +323,7 @@ fn spawn_input(tx: Sender<Msg>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
                 match event::poll(Duration::from_millis(100)) {
                     Ok(true) => match event::read() {
                         Ok(ev) => {
-                            if tx.send(Msg::Term(ev)).is_err() {
+                            if tx.send(Incoming::Term(ev)).is_err() {
                                 return;
                             }
                         }
@@ -315,7 +336,7 @@ fn spawn_input(tx: Sender<Msg>, stop: Arc<AtomicBool>) -> std::io::Result<()> {
             // The terminal is gone or unreadable: nothing more can be done
             // interactively.
             if !stop.load(Ordering::Relaxed) {
-                let _ = tx.send(Msg::Action(Action::Quit));
+                let _ = tx.send(Incoming::Msg(Action::Quit.into()));
             }
         })
         .map(|_| ())

@@ -1,16 +1,23 @@
-//! The row model of one agent: one row per record, in the order records were
-//! written (world line 0's records, then each later world line's own records
-//! after its shared prefix). Row ↔ record mapping is O(log world lines); the
-//! filter keeps a list of visible rows, built from the index only (no bodies).
+//! The row model of one agent. Rows are records in written order (world
+//! line 0's records, then each later world line's own records after its
+//! shared prefix, see `worldline::map::Order`). By default one drawn row
+//! stands for a *step* (a checkpoint up to the next one); an unfolded step
+//! shows its records below it; bookkeeping (checkpoints, their notes,
+//! `_usage`) is never a row of its own unless every record is asked for.
+//! Row ↔ record mapping is O(log world lines); the visible list is built
+//! from the index only (no bodies).
 
 use std::cell::OnceCell;
+use std::collections::BTreeSet;
+use std::ops::Range;
 
 use crate::model::{Marker, RecordMeta, Role};
+use crate::worldline::map::Order;
 use crate::worldline::{Family, RecordRef, Session};
 
 use super::layout::{Lanes, Span};
 
-/// Which rows show.
+/// Which records show when not one row per step.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum RoleFilter {
     #[default]
@@ -39,31 +46,47 @@ impl RoleFilter {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Filter {
     pub role: RoleFilter,
-    /// Only checkpoints (one row per step).
-    pub collapse: bool,
+    /// Every record, bookkeeping included, one row each (instead of steps).
+    pub every: bool,
+    /// Steps shown with their records below them (by their head record).
+    pub unfolded: BTreeSet<RecordRef>,
 }
 
 impl Filter {
-    pub fn is_all(&self) -> bool {
-        self.role == RoleFilter::All && !self.collapse
+    /// One row per step: the default view.
+    pub fn steps(&self) -> bool {
+        self.role == RoleFilter::All && !self.every
     }
+
+    /// Nothing hidden.
+    pub fn is_all(&self) -> bool {
+        self.role == RoleFilter::All && self.every
+    }
+}
+
+/// kimi-cli's bookkeeping: folded into the step row, not a row of its own.
+pub fn is_bookkeeping(meta: &RecordMeta) -> bool {
+    matches!(meta.role, Role::Checkpoint | Role::Usage)
+        || matches!(meta.marker.as_deref(), Some(Marker::CheckpointNote(_)))
 }
 
 #[derive(Debug, Clone)]
 pub struct RowModel {
     pub agent: usize,
-    /// First row of each world line's own records.
-    starts: Vec<usize>,
-    /// Records each world line shares with its parent.
-    shared: Vec<usize>,
+    order: Order,
     pub total: usize,
     pub lanes: Lanes,
-    /// Visible rows when a filter is on; `None` shows every row.
+    /// First row of every step, sorted: each checkpoint a line wrote and
+    /// each line's first own row.
+    steps: Vec<usize>,
+    /// Drawn rows stand for steps.
+    pub step_view: bool,
+    /// Visible rows when some are hidden; `None` shows every row.
     visible: Option<Vec<u32>>,
-    /// Tool names in first-use order, for the tool filter. Walking every
-    /// record costs tens of ms at a million records, so it is done on the
-    /// first `f` press instead of on every snapshot.
-    tools: OnceCell<Vec<String>>,
+    /// Tool names in first-use order with their calls, for the filter
+    /// menu. Walking every record costs tens of ms at a million records, so
+    /// it is done on the first `f` press instead of on every snapshot.
+    tools: OnceCell<Vec<(String, usize)>>,
     /// Rows `]`/`[` jump to, sorted; computed on the first jump of this
     /// model (a model lives until the next snapshot or filter change).
     marks: OnceCell<Vec<usize>>,
@@ -75,20 +98,15 @@ impl RowModel {
             return RowModel::empty(agent);
         };
         let family = &a.family;
-        let mut starts = Vec::with_capacity(family.lines.len());
-        let mut shared = Vec::with_capacity(family.lines.len());
-        let mut total = 0;
-        for (i, line) in family.lines.iter().enumerate() {
-            starts.push(total);
-            shared.push(line.shared);
-            total += family.files[i].records.len().saturating_sub(line.shared);
-        }
+        let order = Order::of(family);
+        let total = order.total;
         let mut m = RowModel {
             agent,
-            starts,
-            shared,
+            order,
             total,
             lanes: Lanes::default(),
+            steps: Vec::new(),
+            step_view: false,
             visible: None,
             tools: OnceCell::new(),
             marks: OnceCell::new(),
@@ -98,8 +116,7 @@ impl RowModel {
             .iter()
             .enumerate()
             .map(|(i, line)| {
-                let start = m.starts[i];
-                let end = m.starts.get(i + 1).copied().unwrap_or(total);
+                let own = m.order.own(i);
                 let fork_row = line
                     .shared
                     .checked_sub(1)
@@ -109,12 +126,24 @@ impl RowModel {
                 Span {
                     fork_row,
                     origin,
-                    start,
-                    end,
+                    start: own.start,
+                    end: own.end,
                 }
             })
             .collect();
         m.lanes = Lanes::assign(spans);
+        for (i, (line, file)) in family.lines.iter().zip(&family.files).enumerate() {
+            let own = m.order.own(i);
+            if own.is_empty() {
+                continue;
+            }
+            m.steps.push(own.start);
+            for (k, rec) in file.records.iter().enumerate().skip(line.shared + 1) {
+                if rec.role == Role::Checkpoint {
+                    m.steps.extend(m.order.x_of(i, k));
+                }
+            }
+        }
         m.set_filter(family, filter);
         m
     }
@@ -122,25 +151,29 @@ impl RowModel {
     pub fn empty(agent: usize) -> RowModel {
         RowModel {
             agent,
-            starts: Vec::new(),
-            shared: Vec::new(),
+            order: Order::default(),
             total: 0,
             lanes: Lanes::default(),
+            steps: Vec::new(),
+            step_view: false,
             visible: None,
             tools: OnceCell::new(),
             marks: OnceCell::new(),
         }
     }
 
-    /// Tool names of `family` (the model's own) in first-use order.
-    pub fn tools(&self, family: &Family) -> &[String] {
+    /// Tool names of `family` (the model's own) in first-use order, with
+    /// how many calls each has.
+    pub fn tools(&self, family: &Family) -> &[(String, usize)] {
         self.tools.get_or_init(|| {
-            let mut tools: Vec<String> = Vec::new();
-            for file in &family.files {
-                for rec in &file.records {
+            let mut tools: Vec<(String, usize)> = Vec::new();
+            for (li, file) in family.files.iter().enumerate() {
+                let skip = family.lines.get(li).map_or(0, |l| l.shared);
+                for rec in file.records.iter().skip(skip) {
                     for c in &rec.tool_calls {
-                        if !tools.contains(&c.name) {
-                            tools.push(c.name.clone());
+                        match tools.iter_mut().find(|(n, _)| n == &c.name) {
+                            Some((_, k)) => *k += 1,
+                            None => tools.push((c.name.clone(), 1)),
                         }
                     }
                 }
@@ -181,46 +214,85 @@ impl RowModel {
 
     /// World line owning `row`.
     pub fn line_of(&self, row: usize) -> Option<usize> {
-        if row >= self.total {
-            return None;
-        }
-        // The last line starting at or before `row` is the non-empty one.
-        self.starts.partition_point(|&s| s <= row).checked_sub(1)
+        self.order.line_of(row)
     }
 
     pub fn record_of(&self, row: usize) -> Option<RecordRef> {
-        let line = self.line_of(row)?;
+        let (line, record) = self.order.record_of(row)?;
         Some(RecordRef {
             agent: self.agent,
             line,
-            record: row - self.starts[line] + self.shared[line],
+            record,
         })
     }
 
     /// Row of a record given by its owner (the world line that wrote it).
     pub fn row_of(&self, r: RecordRef) -> Option<usize> {
-        let shared = *self.shared.get(r.line)?;
-        let row = self.starts[r.line] + r.record.checked_sub(shared)?;
-        (row < self.total && self.line_of(row) == Some(r.line)).then_some(row)
+        self.order.x_of(r.line, r.record)
     }
 
     /// Rows of world line `line` (its own records).
-    pub fn line_rows(&self, line: usize) -> std::ops::Range<usize> {
-        let start = self.starts.get(line).copied().unwrap_or(self.total);
-        let end = self.starts.get(line + 1).copied().unwrap_or(self.total);
-        start..end.max(start)
+    pub fn line_rows(&self, line: usize) -> Range<usize> {
+        self.order.own(line)
     }
 
     pub fn fork_rows(&self) -> impl Iterator<Item = usize> + '_ {
         self.lanes.spans.iter().filter_map(|s| s.fork_row)
     }
 
+    /// The rows of the step holding `row`.
+    pub fn step_rows(&self, row: usize) -> Range<usize> {
+        let i = self.steps.partition_point(|&s| s <= row);
+        let Some(start) = i.checked_sub(1).map(|k| self.steps[k]) else {
+            return row..row + 1;
+        };
+        let line_end = self
+            .line_of(start)
+            .map_or(self.total, |l| self.line_rows(l).end);
+        let next = self.steps.get(i).copied().unwrap_or(self.total);
+        start..next.min(line_end).max(start + 1)
+    }
+
+    /// Is `row` drawn as a whole step?
+    pub fn is_step_head(&self, row: usize) -> bool {
+        self.step_view && self.steps.binary_search(&row).is_ok()
+    }
+
+    /// Number of steps (of every line).
+    pub fn step_count(&self) -> usize {
+        self.steps.len()
+    }
+
     pub fn set_filter(&mut self, family: &Family, filter: &Filter) {
+        self.step_view = filter.steps();
         if filter.is_all() {
             self.visible = None;
             return;
         }
-        // Fork points and each line's first and last rows keep the graph
+        if self.step_view {
+            let mut visible = Vec::with_capacity(self.steps.len());
+            for &s in &self.steps {
+                visible.push(s as u32);
+                let open = self
+                    .record_of(s)
+                    .is_some_and(|r| filter.unfolded.contains(&r));
+                if !open {
+                    continue;
+                }
+                for row in self.step_rows(s).skip(1) {
+                    let shown = self
+                        .record_of(row)
+                        .and_then(|r| family.record(r))
+                        .is_some_and(|m| !is_bookkeeping(m));
+                    if shown {
+                        visible.push(row as u32);
+                    }
+                }
+            }
+            self.visible = Some(visible);
+            return;
+        }
+        // Fork points and each line's first and last rows keep the story
         // readable whatever the filter hides.
         let mut keep_always = vec![false; self.total];
         for r in self.fork_rows().collect::<Vec<_>>() {
@@ -228,7 +300,7 @@ impl RowModel {
                 *k = true;
             }
         }
-        for line in 0..self.starts.len() {
+        for line in 0..self.order.lines() {
             let rows = self.line_rows(line);
             if !rows.is_empty() {
                 keep_always[rows.start] = true;
@@ -243,7 +315,10 @@ impl RowModel {
             let Some(meta) = family.record(r) else {
                 continue;
             };
-            if *keep || is_dmail(meta) || matches(meta, family, r, filter) {
+            // Kept rows that are bookkeeping would only be noise: the row
+            // before them draws their lanes and forks.
+            let keep = *keep && !is_bookkeeping(meta);
+            if keep || is_dmail(meta) || matches(meta, family, r, filter) {
                 visible.push(row as u32);
             }
         }
@@ -279,7 +354,7 @@ impl RowModel {
         }
     }
 
-    /// Rows hidden after visible position `i` (for collapsed rows).
+    /// Rows hidden after visible position `i` (for filtered rows).
     pub fn hidden_after(&self, i: usize) -> usize {
         match &self.visible {
             None => 0,
@@ -297,13 +372,11 @@ fn is_dmail(meta: &RecordMeta) -> bool {
         || matches!(meta.marker.as_deref(), Some(Marker::DMailInjection(_)))
 }
 
-fn matches(meta: &RecordMeta, family: &Family, r: RecordRef, filter: &Filter) -> bool {
-    if filter.collapse && meta.role != Role::Checkpoint {
-        return false;
-    }
+pub fn matches(meta: &RecordMeta, family: &Family, r: RecordRef, filter: &Filter) -> bool {
     match &filter.role {
         RoleFilter::All => true,
-        RoleFilter::User => meta.role == Role::User,
+        // Checkpoint notes are kimi-cli's, not the user's.
+        RoleFilter::User => meta.role == Role::User && !is_bookkeeping(meta),
         RoleFilter::Assistant => meta.role == Role::Assistant,
         RoleFilter::Tool => meta.role == Role::Tool,
         RoleFilter::Checkpoints => meta.role == Role::Checkpoint,

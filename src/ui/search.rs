@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::model::Body;
 use crate::worldline::{RecordRef, Session};
 
-use super::app::{Action, SearchRequest};
+use super::app::{Found, SearchRequest};
 
 /// Smart case: case-insensitive unless the query has an uppercase letter.
 #[derive(Debug, Clone)]
@@ -50,10 +50,10 @@ impl Matcher {
 
 /// Scans `req` and reports through `send` until done or cancelled. Returns
 /// false when the receiver is gone.
-pub fn scan(req: &SearchRequest, cancel: &AtomicBool, send: &dyn Fn(Action) -> bool) -> bool {
+pub fn scan(req: &SearchRequest, cancel: &AtomicBool, send: &dyn Fn(Found) -> bool) -> bool {
     let m = Matcher::new(&req.query);
     let Some(agent) = req.session.agents.get(req.agent) else {
-        return send(Action::SearchDone {
+        return send(Found::Done {
             generation: req.generation,
         });
     };
@@ -79,20 +79,20 @@ pub fn scan(req: &SearchRequest, cancel: &AtomicBool, send: &dyn Fn(Action) -> b
                 record: rec,
             };
             if hit(&req.session, r, &m) {
-                batch.push(row);
+                batch.push(r);
             }
             row += 1;
             if last.elapsed() > Duration::from_millis(100) {
                 last = Instant::now();
                 if !batch.is_empty()
-                    && !send(Action::SearchHits {
+                    && !send(Found::Hits {
                         generation: req.generation,
-                        rows: std::mem::take(&mut batch),
+                        records: std::mem::take(&mut batch),
                     })
                 {
                     return false;
                 }
-                if !send(Action::SearchProgress {
+                if !send(Found::Progress {
                     generation: req.generation,
                     scanned: row,
                     total,
@@ -103,14 +103,14 @@ pub fn scan(req: &SearchRequest, cancel: &AtomicBool, send: &dyn Fn(Action) -> b
         }
     }
     if !batch.is_empty()
-        && !send(Action::SearchHits {
+        && !send(Found::Hits {
             generation: req.generation,
-            rows: batch,
+            records: batch,
         })
     {
         return false;
     }
-    send(Action::SearchDone {
+    send(Found::Done {
         generation: req.generation,
     })
 }
@@ -132,7 +132,7 @@ fn hit(s: &Session, r: RecordRef, m: &Matcher) -> bool {
 pub fn spawn(
     req: SearchRequest,
     cancel: Arc<AtomicBool>,
-    send: impl Fn(Action) -> bool + Send + 'static,
+    send: impl Fn(Found) -> bool + Send + 'static,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("worldline-search".into())

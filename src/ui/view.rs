@@ -1,8 +1,9 @@
-//! Drawing (pure over `&App`): header, graph rows, detail pane, footer and
-//! overlays. Only the visible rows are laid out; previews and bodies come
-//! from the cache `App::prepare` filled.
+//! Drawing (pure over `&App`): header, world-line map, step and record
+//! rows, detail pane, footer and overlays. Only the visible rows are laid
+//! out; previews and bodies come from the cache `App::prepare` filled.
+//! Where things are comes from `geometry`, shared with hit-testing.
 
-use ratatui::layout::{Constraint, Layout, Rect, Size};
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
@@ -17,68 +18,7 @@ use super::detail;
 use super::divergence;
 use super::theme::line_name;
 
-/// Screen regions; shared by drawing and mouse hit-testing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Areas {
-    pub header: Rect,
-    /// Graph rows, without borders.
-    pub graph: Rect,
-    /// Detail pane including its border.
-    pub detail: Rect,
-    pub footer: Rect,
-    /// Side by side (wide) or stacked (narrow).
-    pub wide: bool,
-}
-
-pub fn areas(size: Size, expanded: bool) -> Areas {
-    let full = Rect::new(0, 0, size.width, size.height);
-    let [header, body, footer] = Layout::vertical([
-        Constraint::Length(2),
-        Constraint::Min(1),
-        Constraint::Length(1),
-    ])
-    .areas(full);
-    let wide = size.width >= 110;
-    if expanded {
-        return Areas {
-            header,
-            graph: Rect::new(body.x, body.y, body.width, 0),
-            detail: body,
-            footer,
-            wide,
-        };
-    }
-    let (graph, detail) = if wide {
-        let [g, d] = Layout::horizontal([Constraint::Percentage(58), Constraint::Percentage(42)])
-            .areas(body);
-        (g, d)
-    } else {
-        let detail_h = (body.height * 2 / 5)
-            .max(5)
-            .min(body.height.saturating_sub(3));
-        let [g, d] =
-            Layout::vertical([Constraint::Min(1), Constraint::Length(detail_h)]).areas(body);
-        (g, d)
-    };
-    Areas {
-        header,
-        graph,
-        detail,
-        footer,
-        wide,
-    }
-}
-
-pub fn picker_list_area(size: Size) -> Rect {
-    let full = Rect::new(0, 0, size.width, size.height);
-    let [_, list, _] = Layout::vertical([
-        Constraint::Length(3),
-        Constraint::Min(1),
-        Constraint::Length(1),
-    ])
-    .areas(full);
-    list
-}
+pub use super::geometry::{picker_list_area, Areas};
 
 pub fn draw(f: &mut Frame, app: &App) {
     let size = f.area().as_size();
@@ -91,8 +31,17 @@ pub fn draw(f: &mut Frame, app: &App) {
         }
         return;
     }
-    let a = areas(size, app.expanded);
+    let _ = size;
+    let a = app.areas();
     draw_header(f, app, a.header);
+    super::map::draw(
+        f,
+        a.map,
+        &app.map,
+        app.focus,
+        app.leap.map(|l| l.line),
+        &app.theme,
+    );
     if a.graph.height > 0 {
         draw_graph(f, app, a.graph);
     }
@@ -101,6 +50,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     match &app.overlay {
         Overlay::Help => draw_help(f, app),
         Overlay::Subagents { sel } => draw_subagents(f, app, *sel),
+        Overlay::Filter { sel } => draw_filter_menu(f, app, *sel),
         Overlay::Compose(c) => {
             if let Some(s) = &app.session {
                 super::compose::draw(f, s, c, &app.theme);
@@ -114,70 +64,99 @@ fn draw_header(f: &mut Frame, app: &App, area: Rect) {
     let t = &app.theme;
     let Some(s) = &app.session else { return };
     let w = area.width as usize;
-    let title = s.title.as_deref().unwrap_or("(untitled)");
-    let place = app
-        .work_dir
-        .clone()
-        .unwrap_or_else(|| s.dir.display().to_string());
-    let title = sanitize_line(title, 40);
-    let id = sanitize_line(&s.id, 8);
-    let room = w.saturating_sub(width(&title) + width(&id) + 17).max(8);
-    let mut first = vec![
-        Span::styled(" worldline ", t.accent()),
-        Span::styled(title.clone(), t.bold()),
-        Span::raw(format!(
-            " · {id} · {}",
-            keep_tail(&sanitize_line(&place, 400), room)
-        )),
-    ];
-    if app.agent > 0 {
-        let meta = s.agents[app.agent].meta.clone().unwrap_or_default();
-        first = vec![
-            Span::styled(" subagent ", t.accent()),
-            Span::styled(sanitize_line(&meta.agent_id, 20), t.bold()),
-            Span::raw(format!(
-                " ({}) {} · Esc back to {}",
-                sanitize_line(meta.subagent_type.as_deref().unwrap_or("?"), 16),
-                sanitize_line(meta.description.as_deref().unwrap_or(""), 30),
-                truncate(&title, 20)
-            )),
-        ];
-    }
     let Some(fam) = app.family() else { return };
     let focus = app.focus.min(fam.lines.len().saturating_sub(1));
-    let file = fam.lines.get(focus).map_or("", |l| l.file.as_str());
     let live = match app.live {
         LiveState::Loading => "loading",
         LiveState::Static => "static",
         LiveState::Live => "● live",
         LiveState::Deleted => "deleted",
     };
-    let mut second = vec![
-        Span::raw(format!(
-            " {} world line{} · ",
-            fam.lines.len(),
-            plural(fam.lines.len())
-        )),
-        Span::styled(
-            format!("world line {}", line_name(focus)),
-            t.line(focus).patch(t.bold()),
-        ),
-        Span::raw(format!(" {} · divergence ", sanitize_line(file, 30))),
-        Span::styled(divergence::meter(fam, focus), t.bold()),
-        Span::raw(format!(" · {live}")),
-    ];
+    // The right side says where we are in the story; it wins over the title.
+    let caption = sanitize_line(&app.map.caption(focus), 70);
+    let meter = divergence::meter(fam, focus);
+    let mut right = vec![Span::styled(caption, t.line(focus).patch(t.bold()))];
+    if let Some(m) = &meter {
+        right.push(Span::raw("  "));
+        right.push(Span::styled(m.clone(), t.dmail()));
+    }
+    let mut tail = format!("  {live}");
     if app.follow {
-        second.push(Span::raw(" · follow"));
+        tail.push_str(" · follow");
     }
-    if !app.filter.is_all() {
-        let mut what = app.filter.role.label();
-        if app.filter.collapse {
-            what = format!("{what}, collapsed");
+    if !app.filter.steps() {
+        let what = if app.filter.every {
+            "every record".to_string()
+        } else {
+            app.filter.role.label()
+        };
+        tail.push_str(&format!(" · {what}"));
+    }
+    right.push(Span::styled(tail, t.dim()));
+    let right_w: usize = right.iter().map(|s| width(&s.content)).sum::<usize>() + 1;
+    let title = sanitize_line(s.title.as_deref().unwrap_or("(untitled)"), 40);
+    let mut left = if app.agent > 0 {
+        let meta = s.agents[app.agent].meta.clone().unwrap_or_default();
+        vec![
+            Span::styled(" subagent ", t.accent()),
+            Span::styled(sanitize_line(&meta.agent_id, 20), t.bold()),
+            Span::raw(format!(
+                " ({}) · Esc back to {}",
+                sanitize_line(meta.subagent_type.as_deref().unwrap_or("?"), 16),
+                truncate(&title, 20)
+            )),
+        ]
+    } else {
+        let place = app
+            .work_dir
+            .clone()
+            .unwrap_or_else(|| s.dir.display().to_string());
+        let id = sanitize_line(&s.id, 8);
+        let place = sanitize_line(&place, 400);
+        // The id goes first when room is short, then the place's start.
+        let fixed = 11 + width(&title);
+        let room = w.saturating_sub(right_w + fixed);
+        let rest = if width(&id) + width(&place) + 6 <= room {
+            format!(" · {id} · {place}")
+        } else {
+            format!(" · {}", keep_tail(&place, room.saturating_sub(3)))
+        };
+        vec![
+            Span::styled(" worldline ", t.accent()),
+            Span::styled(title.clone(), t.bold()),
+            Span::raw(rest),
+        ]
+    };
+    // Fit the left part: the place is cut from its start; when even its
+    // end doesn't fit, it goes and the title is cut.
+    let room = w.saturating_sub(right_w);
+    let left_w: usize = left.iter().map(|s| width(&s.content)).sum();
+    if left_w > room {
+        let others: usize = left[..left.len() - 1]
+            .iter()
+            .map(|s| width(&s.content))
+            .sum();
+        let keep = room.saturating_sub(others);
+        if keep >= 16 {
+            if let Some(last) = left.last_mut() {
+                last.content = keep_tail(&last.content, keep).into();
+            }
+        } else {
+            left.pop();
+            let mut used = 0;
+            for sp in left.iter_mut() {
+                let cut = truncate(&sp.content, room.saturating_sub(used));
+                used += width(&cut);
+                sp.content = cut.into();
+            }
         }
-        second.push(Span::styled(format!(" · filter: {what}"), t.accent()));
     }
-    let lines = vec![Line::from(first), Line::from(second)];
-    f.render_widget(Paragraph::new(lines), area);
+    let left_w: usize = left.iter().map(|s| width(&s.content)).sum();
+    let pad = w.saturating_sub(left_w + right_w) + 1;
+    let mut spans = left;
+    spans.push(Span::raw(" ".repeat(pad)));
+    spans.extend(right);
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 /// The end of a path is what tells sessions apart: cut from the left.
@@ -210,7 +189,7 @@ fn draw_graph(f: &mut Frame, app: &App, area: Rect) {
     let Some(fam) = app.family() else { return };
     let h = area.height as usize;
     let w = area.width as usize;
-    let max_lanes = ((w.saturating_sub(30)) / 2).clamp(1, 10);
+    let max_lanes = ((w.saturating_sub(40)) / 2).clamp(1, 8);
     let mut lines = Vec::with_capacity(h);
     for pos in app.scroll..(app.scroll + h).min(app.rows.len()) {
         lines.push(row_line(app, fam, pos, w, max_lanes));
@@ -224,7 +203,8 @@ fn draw_graph(f: &mut Frame, app: &App, area: Rect) {
     f.render_widget(Paragraph::new(lines), area);
 }
 
-/// One graph row: lanes, a tag, a preview and right-aligned facts.
+/// One drawn row: lanes, the tip label, the checkpoint gutter, a tag, the
+/// text and right-hand facts. A step head stands for its whole step.
 fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> Line<'static> {
     let t = &app.theme;
     let Some(row) = app.rows.row_at(pos) else {
@@ -236,23 +216,48 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
     let Some(meta) = fam.record(r) else {
         return Line::default();
     };
-    let is_dmail = meta.tool_calls.iter().any(|c| c.dmail.is_some())
-        || matches!(meta.marker.as_deref(), Some(Marker::DMailInjection(_)));
-    let head = fam.lines.get(r.line).is_some_and(|l| l.current)
-        && app.rows.line_rows(r.line).end == row + 1;
+    let covers = app.shown_rows(row);
+    let step_head = app.rows.is_step_head(row);
+    let line_end = app.rows.line_rows(r.line).end;
+    let is_tip = covers.contains(&line_end.saturating_sub(1));
+    let head = is_tip && fam.lines.get(r.line).is_some_and(|l| l.current);
+    let step = step_head.then(|| {
+        super::steps::summarise(
+            app.session.as_deref().expect("a family needs a session"),
+            fam,
+            &app.rows,
+            row,
+            &app.cache,
+        )
+    });
+    let is_dmail = match &step {
+        Some(st) => {
+            st.kind == super::steps::StepKind::DMail
+                || st.tools.iter().any(|(n, _)| n.starts_with("SendDMail"))
+        }
+        None => {
+            meta.tool_calls.iter().any(|c| c.dmail.is_some())
+                || matches!(meta.marker.as_deref(), Some(Marker::DMailInjection(_)))
+        }
+    };
     let node = if is_dmail {
         '✉'
     } else if head {
         '◆'
-    } else if meta.role.is_message() {
+    } else if step.is_some() || meta.role.is_message() {
         '●'
     } else {
         '○'
     };
     let selected = pos == app.cursor;
     let on_focus = app.on_line(app.focus, r);
+    let base = if on_focus { Style::new() } else { t.dim() };
     let mut spans: Vec<Span<'static>> = Vec::new();
-    for c in app.rows.lanes.cells(row, r.line, node, max_lanes) {
+    for c in app
+        .rows
+        .lanes
+        .cells_over(covers.clone(), r.line, node, max_lanes)
+    {
         let style = match c.line {
             Some(l) if c.glyph == '✉' => t.dmail().patch(t.line(l)),
             Some(l) => t.line(l),
@@ -260,19 +265,45 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
         };
         spans.push(Span::styled(c.glyph.to_string(), style));
     }
-    spans.push(Span::raw(" "));
+    // Each lane is named at its tip.
+    let tip = if is_tip {
+        line_name(r.line)
+    } else {
+        String::new()
+    };
+    spans.push(Span::styled(
+        format!("{tip:<2} "),
+        t.line(r.line).patch(t.bold()),
+    ));
+    let hit = app
+        .search
+        .hits
+        .range(app.rows.record_of(covers.start).unwrap_or(r)..)
+        .next()
+        .is_some_and(|h| app.rows.row_of(*h).is_some_and(|hr| covers.contains(&hr)));
+    let (gutter, tag, tag_style, text, right) = match &step {
+        Some(st) => describe_step(app, st),
+        None => {
+            let (tag, style, text, right) = describe(app, fam, r, meta, pos);
+            // Records of an unfolded step sit under it, indented.
+            let indent = if app.rows.step_view { "  ·" } else { "" };
+            (indent.to_string(), tag, style, text, right)
+        }
+    };
     let used: usize = spans.iter().map(|s| width(&s.content)).sum();
-    let (tag, tag_style, text, right) = describe(app, fam, r, meta, pos);
-    let avail = w.saturating_sub(used);
+    let gutter_cell = format!("{gutter:<4}");
+    spans.push(Span::styled(
+        gutter_cell.clone(),
+        base.patch(t.role(&Role::Checkpoint)),
+    ));
+    let avail = w.saturating_sub(used + width(&gutter_cell));
     let tag = truncate(&tag, 6);
-    let tag_cell = format!("{tag}{}", " ".repeat(7 - width(&tag)));
+    let tag_cell = format!("{tag}{}", " ".repeat(7usize.saturating_sub(width(&tag))));
     // The facts on the right (tools, time) win over the preview, up to a point.
-    let right = truncate(&right, avail.saturating_sub(7 + 12));
+    let right = truncate(&right, avail.saturating_sub(7 + 16));
     let text_w = avail.saturating_sub(width(&tag_cell) + width(&right) + 1);
     let text = truncate(&text, text_w);
     let pad = avail.saturating_sub(width(&tag_cell) + width(&text) + width(&right));
-    let hit = app.search.hits.contains(&row);
-    let base = if on_focus { Style::new() } else { t.dim() };
     spans.push(Span::styled(
         tag_cell,
         if hit { t.hit() } else { base.patch(tag_style) },
@@ -285,6 +316,68 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
         line.style(t.selected())
     } else {
         line
+    }
+}
+
+/// Gutter, tag, its style, text and right-hand facts of a step row.
+fn describe_step(app: &App, st: &super::steps::Step) -> (String, String, Style, String, String) {
+    use super::steps::StepKind;
+    let t = &app.theme;
+    let gutter = st.checkpoint.map(|c| format!("⚑{c}")).unwrap_or_default();
+    let preview = st
+        .lead
+        .and_then(|r| app.cache.get_preview(r))
+        .unwrap_or("")
+        .to_string();
+    let (style, text) = match st.kind {
+        StepKind::DMail => (
+            t.dmail(),
+            format!("D-Mail: {}", st.known_text.clone().unwrap_or_default()),
+        ),
+        StepKind::User => (t.role(&Role::User).patch(t.bold()), preview),
+        StepKind::Compaction => (t.accent(), format!("compacted: {preview}")),
+        StepKind::Assistant => (t.role(&Role::Assistant), preview),
+        StepKind::System => (t.dim(), preview),
+        // Only a checkpoint so far: the step is being written.
+        StepKind::Empty => (t.dim(), "…".into()),
+    };
+    let mut facts: Vec<String> = st
+        .tools
+        .iter()
+        .map(|(n, o)| format!("{n} {}", o.glyph()))
+        .collect();
+    if facts.len() > 3 {
+        let more = facts.len() - 2;
+        facts.truncate(2);
+        facts.push(format!("+{more}"));
+    }
+    let mut right = facts.join(" ");
+    if let Some(tok) = st.tokens {
+        right.push_str(&format!(" {:>5}", short_tokens(tok)));
+    }
+    if let Some(time) = st.time {
+        right.push_str(&format!(" {}", detail::clock(time)));
+    }
+    if app.is_unfolded_step(st.rows.start) {
+        right.push_str(" ▾");
+    } else if st.content > 1 {
+        right.push_str(" ▸");
+    }
+    (
+        gutter,
+        st.kind.tag().into(),
+        style,
+        text,
+        right.trim_start().to_string(),
+    )
+}
+
+/// Token counts as people read them: 812, 4.4k, 1.2M.
+pub fn short_tokens(n: u64) -> String {
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
     }
 }
 
@@ -307,7 +400,11 @@ fn describe(
         })
         .map(detail::clock)
         .unwrap_or_default();
-    let hidden = app.rows.hidden_after(pos);
+    let hidden = if app.rows.step_view {
+        0
+    } else {
+        app.rows.hidden_after(pos)
+    };
     let hidden = if hidden > 0 {
         format!(" (+{hidden})")
     } else {
@@ -418,7 +515,7 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect, side: bool) {
     } else {
         Block::default().borders(Borders::TOP)
     };
-    let (Some(s), Some(r)) = (&app.session, app.selected()) else {
+    let (Some(s), Some(r)) = (&app.session, app.detail_record()) else {
         f.render_widget(block, area);
         return;
     };
@@ -456,9 +553,14 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
             format!(" {}", sanitize_line(msg, 200)),
             t.accent(),
         ))
+    } else if app.expanded {
+        Line::from(Span::styled(
+            " PgUp/PgDn scroll  Esc/Enter back  j/k next record  ? help  q quit",
+            t.dim(),
+        ))
     } else {
         Line::from(Span::styled(
-            " j/k move  h/l world line  ]/[ fork  ⏎ expand  / search  f filter  c collapse  s subagents  ? help  q quit",
+            super::keys::footer(area.width as usize).0,
             t.dim(),
         ))
     };
@@ -476,63 +578,82 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     )
 }
 
-pub const HELP: &[(&str, &str)] = &[
-    ("j/k ↑/↓", "move"),
-    ("PgUp/PgDn g/G", "page, top, bottom"),
-    (
-        "h/l ←/→ Tab",
-        "switch world line, keeping the equivalent point",
-    ),
-    ("Enter", "expand the record (Esc back)"),
-    ("] [", "next / previous fork or D-Mail"),
-    ("/ n N", "search bodies (smart case), next / previous match"),
-    (
-        "f",
-        "filter: all, user, assistant, tool, checkpoints, each tool",
-    ),
-    ("c", "collapse to checkpoints (one row per step)"),
-    ("s Esc", "enter a subagent's world lines, back"),
-    ("F", "follow the newest record"),
-    (
-        "d Ctrl-S Esc",
-        "D-Mail to the selected ⚑ of the current line: send, cancel",
-    ),
-    ("mouse", "wheel scrolls, click selects"),
-    ("q Ctrl-C", "quit"),
-];
-
 fn draw_help(f: &mut Frame, app: &App) {
     let t = &app.theme;
-    let area = centered(f.area(), 78, 24);
+    let area = centered(f.area(), 86, 40);
+    let (_, hidden) = super::keys::footer(f.area().width as usize);
     let mut lines: Vec<Line> = Vec::new();
-    for (k, what) in HELP {
+    for b in super::keys::TABLE.iter().filter(|b| !b.keys.is_empty()) {
+        let off_footer = b.footer.is_some_and(|(label, _)| hidden.contains(&label));
         lines.push(Line::from(vec![
-            Span::styled(format!(" {k:<15}"), t.bold()),
-            Span::raw(*what),
+            Span::styled(format!(" {:<13}", b.keys), t.bold()),
+            Span::raw(b.what),
+            Span::styled(
+                if off_footer {
+                    "  (not in the footer)"
+                } else {
+                    ""
+                },
+                t.dim(),
+            ),
         ]));
     }
-    // Kept to 22 lines so the whole help fits an 80×24 terminal.
-    lines.push(Line::default());
     lines.push(Line::from(vec![
-        Span::styled(" Graph ", t.bold()),
-        Span::raw(
-            "one row per record, in written order; one lane and colour per world line. \
-             ─╮ a world line leaves its origin at the last record they share · \
-             ✉ D-Mail call and injection · ◆ current head · ⚑ checkpoint · ○ bookkeeping",
-        ),
+        Span::styled(format!(" {:<13}", "mouse"), t.bold()),
+        Span::raw("wheel scrolls, click selects a row or a map track"),
     ]));
     lines.push(Line::default());
     lines.push(Line::from(vec![
+        Span::styled(" Map ", t.bold()),
+        Span::raw(
+            "one track per world line, oldest first, in written order: ━ its own records, \
+             ⚑N checkpoints, ┗ where it left the line above, ✉ a D-Mail sent (✗ refused), \
+             ◆ current head, ┫ abandoned, ⊜ compaction, ∅ /clear, ⇲ a subagent; the arc \
+             joins a D-Mail's sender to the checkpoint it went back to.",
+        ),
+    ]));
+    lines.push(Line::from(vec![
+        Span::styled(" Rows ", t.bold()),
+        Span::raw(
+            "one per step (a checkpoint to the next): ⚑ gutter, what it did, tools ✓/✗, tokens, \
+             time; ▸ unfolds. Lanes keep their column; each is named at its tip.",
+        ),
+    ]));
+    lines.push(Line::from(vec![
         Span::styled(" Divergence N.ppphhh ", t.bold()),
         Span::raw(
-            "N = forks between α and this world line (following origins), \
-             ppp = per mille of its records not shared with α, \
-             hhh = fingerprint of its fork (checkpoint and D-Mail text). α reads 0.000000.",
+            "N = D-Mails between α and this line, ppp = per mille of its parent left behind, \
+             hhh = fingerprint of the D-Mail. None for compaction or /clear.",
         ),
     ]));
     let p = Paragraph::new(lines)
         .block(Block::bordered().title(" help — any key closes "))
         .wrap(Wrap { trim: false });
+    f.render_widget(Clear, area);
+    f.render_widget(p, area);
+}
+
+fn draw_filter_menu(f: &mut Frame, app: &App, sel: usize) {
+    let t = &app.theme;
+    let items = app.filter_items();
+    let h = (items.len() as u16 + 2).min(f.area().height.saturating_sub(2));
+    let area = centered(f.area(), 50, h);
+    let visible = h.saturating_sub(2) as usize;
+    let first = sel.saturating_sub(visible.saturating_sub(1));
+    let mut lines = Vec::new();
+    for (i, it) in items.iter().enumerate().skip(first).take(visible) {
+        let current = it.role == app.filter.role && it.every == app.filter.every;
+        let text = format!(
+            " {} {:<34}{:>8}",
+            if current { '●' } else { ' ' },
+            truncate(&it.label, 34),
+            it.count
+        );
+        let style = if i == sel { t.selected() } else { Style::new() };
+        lines.push(Line::from(Span::styled(text, style)));
+    }
+    let p =
+        Paragraph::new(lines).block(Block::bordered().title(" show — Enter picks, Esc closes "));
     f.render_widget(Clear, area);
     f.render_widget(p, area);
 }

@@ -1,7 +1,7 @@
-//! Rebuilding one agent's world lines from its context files (pure: indexes
-//! in, graph out). Each file's predecessor is the file before it; the shared
-//! prefix is the longest run of equal records; the first differing record
-//! tells why the world line forked.
+//! Rebuilding one agent's world lines from the record lists its source
+//! found (pure: indexes in, graph out). A world line's parent is the one
+//! before it and the shared prefix the longest run of equal records, unless
+//! the source says where it forks; the first differing record tells why.
 
 use petgraph::graph::NodeIndex;
 use serde::Serialize;
@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::graph::{Edge, Graph, Node, NodeKind, RecordRef};
 use crate::model::{Marker, RecordMeta, Role};
 use crate::read::FileIndex;
+use crate::sources::{LineFork, LineInfo};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -127,7 +128,7 @@ impl Family {
         self.files.get(r.line)?.records.get(r.record)
     }
 
-    /// Index of the world line whose file (or label) is `name`.
+    /// Index of the world line whose file is `name`.
     pub fn line_by_file(&self, name: &str) -> Option<usize> {
         self.lines.iter().position(|l| l.file == name)
     }
@@ -143,16 +144,52 @@ fn node_kind(r: &RecordMeta) -> NodeKind {
 }
 
 /// Builds one family's world lines into `graph`.
-pub fn build_family(agent: usize, files: Vec<FileIndex>, graph: &mut Graph) -> Family {
+/// `forks[i]` says how world line `i` leaves its parent (missing: infer).
+pub fn build_family(
+    agent: usize,
+    files: Vec<FileIndex>,
+    forks: &[LineFork],
+    graph: &mut Graph,
+) -> Family {
     let mut lines: Vec<WorldLine> = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {
-        let parent = i.checked_sub(1);
-        let shared = match parent {
-            Some(p) => shared_prefix(&files[p].records, &file.records),
-            None => 0,
+        let (parent, shared) = match forks.get(i).copied().unwrap_or_default() {
+            LineFork::Infer => match i.checked_sub(1) {
+                Some(p) => (Some(p), shared_prefix(&files[p].records, &file.records)),
+                None => (None, 0),
+            },
+            // A source's word is checked against what it hands over: a
+            // parent must come first, and the shared part exist in both.
+            LineFork::Explicit { parent, shared } if parent < i => {
+                let most = files[parent].records.len().min(file.records.len());
+                (Some(parent), shared.min(most))
+            }
+            LineFork::Explicit { .. } | LineFork::Root => (None, 0),
         };
-        let prefix = parent.map_or(&[][..], |p| &lines[p].nodes[..shared]);
-        let nodes = line_nodes(agent, i, file, prefix, parent.is_some(), graph);
+        let mut nodes: Vec<NodeIndex> = Vec::with_capacity(file.records.len());
+        if let Some(p) = parent {
+            nodes.extend_from_slice(&lines[p].nodes[..shared]);
+        }
+        for (r, rec) in file.records.iter().enumerate().skip(shared) {
+            let n = graph.add_node(Node {
+                owner: RecordRef {
+                    agent,
+                    line: i,
+                    record: r,
+                },
+                kind: node_kind(rec),
+                time: None,
+            });
+            if let Some(&prev) = nodes.last() {
+                let edge = if r == shared && parent.is_some() {
+                    Edge::Fork
+                } else {
+                    Edge::Next
+                };
+                graph.add_edge(prev, n, edge);
+            }
+            nodes.push(n);
+        }
         let fork = parent.map(|p| classify(&files[p], file, shared, &nodes, graph));
         lines.push(WorldLine {
             index: i,
@@ -176,102 +213,32 @@ pub fn build_family(agent: usize, files: Vec<FileIndex>, graph: &mut Graph) -> F
     family
 }
 
-/// The nodes of world line `i`: the parent's shared `prefix`, then one new
-/// node per own record, the first joined to the prefix by a `Fork` edge.
-fn line_nodes(
-    agent: usize,
-    i: usize,
-    file: &FileIndex,
-    prefix: &[NodeIndex],
-    has_parent: bool,
-    graph: &mut Graph,
-) -> Vec<NodeIndex> {
-    let shared = prefix.len();
-    let mut nodes: Vec<NodeIndex> = Vec::with_capacity(file.records.len());
-    nodes.extend_from_slice(prefix);
-    for (r, rec) in file.records.iter().enumerate().skip(shared) {
-        let n = graph.add_node(Node {
-            owner: RecordRef {
-                agent,
-                line: i,
-                record: r,
-            },
-            kind: node_kind(rec),
-            time: None,
-        });
-        if let Some(&prev) = nodes.last() {
-            let edge = if r == shared && has_parent {
-                Edge::Fork
+/// Names world lines and their forks as the source states them (Kimi
+/// Code's branches), and marks the one the agent sees now.
+pub fn apply_stated(family: &mut Family, stated: &[LineInfo], current: Option<usize>) {
+    for (l, info) in family.lines.iter_mut().zip(stated) {
+        l.file = info.label.clone();
+        l.branch = info.branch.clone();
+        if let (Some(fork), Some(sf)) = (l.fork.as_mut(), info.fork) {
+            fork.kind = if sf.undo {
+                ForkKind::Undo
             } else {
-                Edge::Next
+                ForkKind::Unknown
             };
-            graph.add_edge(prev, n, edge);
+            fork.line = sf.line;
+            fork.turns = sf.turns;
+            fork.inferred = sf.inferred;
+            fork.origin = sf.origin.or(fork.origin);
         }
-        nodes.push(n);
     }
-    nodes
-}
-
-/// One world line as a source states it (branches inside one file): its
-/// records, its parent, how many records it shares, and why it forked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LinePart {
-    pub file: FileIndex,
-    /// The name shown for it (`WorldLine::file`).
-    pub label: String,
-    pub branch: Option<String>,
-    /// An earlier part.
-    pub parent: Option<usize>,
-    /// Records shared with the parent: a prefix of both.
-    pub shared: usize,
-    pub fork: Option<Fork>,
-    pub current: bool,
-}
-
-/// Builds a family whose world lines the source laid out itself (pure).
-/// A parent that isn't earlier, or a shared count past either side, is
-/// clamped so odd input can't panic.
-pub fn build_from_parts(agent: usize, parts: Vec<LinePart>, graph: &mut Graph) -> Family {
-    let mut lines: Vec<WorldLine> = Vec::with_capacity(parts.len());
-    let mut files = Vec::with_capacity(parts.len());
-    for (i, part) in parts.into_iter().enumerate() {
-        let parent = part.parent.filter(|&p| p < i);
-        let shared = match parent {
-            Some(p) => part
-                .shared
-                .min(lines[p].nodes.len())
-                .min(part.file.records.len()),
-            None => 0,
-        };
-        let prefix = parent.map_or(&[][..], |p| &lines[p].nodes[..shared]);
-        let nodes = line_nodes(agent, i, &part.file, prefix, parent.is_some(), graph);
-        lines.push(WorldLine {
-            index: i,
-            file: part.label,
-            branch: part.branch,
-            parent,
-            fork: part.fork,
-            shared,
-            nodes,
-            current: part.current,
-        });
-        files.push(part.file);
-    }
-    Family {
-        agent,
-        files,
-        lines,
-        attempts: Vec::new(),
+    if let Some(c) = current.filter(|&c| c < family.lines.len()) {
+        for (i, l) in family.lines.iter_mut().enumerate() {
+            l.current = i == c;
+        }
     }
 }
 
-/// Length of the longest run of equal records at the start of both files.
-pub fn shared_prefix(old: &[RecordMeta], new: &[RecordMeta]) -> usize {
-    old.iter()
-        .zip(new)
-        .take_while(|(a, b)| a.same_record(b))
-        .count()
-}
+pub use crate::model::shared_prefix;
 
 fn classify(
     parent: &FileIndex,
@@ -334,7 +301,9 @@ fn link_senders(family: &mut Family, g: &mut Graph) {
         let (Some(cp), Some(msg)) = (fork.checkpoint, fork.message.as_ref()) else {
             continue;
         };
-        let parent = i - 1;
+        let Some(parent) = family.lines[i].parent else {
+            continue;
+        };
         let pfile = &family.files[parent];
         let sender = pfile.records.iter().enumerate().rev().find_map(|(r, rec)| {
             rec.tool_calls.iter().find_map(|call| {

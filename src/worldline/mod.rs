@@ -1,9 +1,9 @@
 //! A whole session rebuilt: the main agent's and each subagent's world lines
-//! in one petgraph graph, with D-Mail links, subagent links and wire times.
-//! `Session::load` does the reading; `Session::from_parts` is pure, so the
-//! live tail and tests build from indexes they already hold.
+//! in one petgraph graph, with D-Mail links, subagent links, wire times and
+//! lineage to other sessions. `Session::build` is pure: it takes the
+//! [`SessionParts`] a source found (`crate::sources`) and touches no file,
+//! so the live tail and tests build from indexes they already hold.
 
-pub mod code;
 pub mod family;
 pub mod graph;
 pub mod map;
@@ -13,58 +13,19 @@ pub mod wire;
 use std::path::{Path, PathBuf};
 
 use petgraph::graph::NodeIndex;
-use serde::Serialize;
 
-pub use family::{DMailAttempt, Family, Fork, ForkKind, LinePart, Sender, WorldLine};
+pub use family::{DMailAttempt, Family, Fork, ForkKind, Sender, WorldLine};
 pub use graph::{Edge, Graph, Node, NodeKind, RecordRef};
 pub use wire::{TurnTiming, WireLog};
 
+pub use crate::sources::{
+    AgentFiles, AgentParts, LineFork, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
+    SessionParts, SubagentMeta, Tool,
+};
+
 use crate::error::{Error, Result};
 use crate::model::{Body, Marker, RecordMeta, Warning};
-use crate::read::{self, FileIndex};
-use crate::session;
-
-/// `subagents/<agent_id>/meta.json`, leniently.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct SubagentMeta {
-    pub agent_id: String,
-    pub subagent_type: Option<String>,
-    pub description: Option<String>,
-    pub status: Option<String>,
-    pub created_at: Option<f64>,
-}
-
-impl SubagentMeta {
-    pub fn read(dir: &Path) -> SubagentMeta {
-        let agent_id = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let doc: serde_json::Value = std::fs::read(dir.join("meta.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        let s = |k: &str| doc.get(k).and_then(|v| v.as_str()).map(str::to_string);
-        SubagentMeta {
-            agent_id: s("agent_id").unwrap_or(agent_id),
-            subagent_type: s("subagent_type"),
-            description: s("description"),
-            status: s("status"),
-            created_at: doc.get("created_at").and_then(|v| v.as_f64()),
-        }
-    }
-}
-
-/// The files of one agent, as read from disk (or kept by a live tail).
-#[derive(Debug, Clone, Default)]
-pub struct AgentFiles {
-    /// The agent's directory (the session dir, or `subagents/<id>`).
-    pub dir: PathBuf,
-    pub files: Vec<FileIndex>,
-    pub wire: Option<WireLog>,
-    /// `None` for the main agent.
-    pub meta: Option<SubagentMeta>,
-}
+use crate::read;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Agent {
@@ -83,120 +44,109 @@ pub struct Agent {
     pub folded_undos: Vec<LineMark>,
 }
 
-/// A marked event on a world line: its wire line, and for a folded undo
-/// the turns it undid.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LineMark {
-    pub world_line: usize,
-    pub line: u32,
-    pub count: Option<u32>,
-}
-
-/// Which agent wrote a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
-pub enum Tool {
-    #[default]
-    #[serde(rename = "kimi-cli")]
-    KimiCli,
-    #[serde(rename = "kimi-code")]
-    KimiCode,
-}
-
-impl Tool {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tool::KimiCli => "kimi-cli",
-            Tool::KimiCode => "kimi-code",
-        }
-    }
-}
-
-/// One session made from another (a Kimi Code `/fork`): `line` is the last
-/// source wire line it copied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Lineage {
-    pub session: String,
-    pub line: Option<u32>,
-}
-
 #[derive(Debug, Clone)]
 pub struct Session {
     pub dir: PathBuf,
     pub id: String,
     pub title: Option<String>,
     pub tool: Tool,
-    pub forked_from: Option<Lineage>,
-    pub forks: Vec<Lineage>,
     /// `agents[0]` is the main agent; the rest are subagents.
     pub agents: Vec<Agent>,
     pub graph: Graph,
     pub warnings: Vec<Warning>,
+    /// The session this one was made from (`/fork`, `/undo`).
+    pub forked_from: Option<SessionLink>,
+    /// Sessions made from this one, fewest shared records first.
+    pub forks: Vec<SessionLink>,
 }
 
 impl Session {
-    /// Reads a session directory and rebuilds it.
-    pub fn load(dir: &Path) -> Result<Session> {
-        if crate::sources::kimi_code::home::is_session_dir(dir) {
-            return code::load(dir);
-        }
-        let main = read_agent(dir, dir, None)?;
-        if main.files.is_empty() {
-            return Err(Error::NoContextFile {
-                path: dir.to_path_buf(),
-            });
-        }
-        let mut subs = Vec::new();
-        for sub_dir in subagent_dirs(dir) {
-            let meta = SubagentMeta::read(&sub_dir);
-            subs.push(read_agent(dir, &sub_dir, Some(meta))?);
-        }
-        Ok(Session::from_parts(dir, session::title(dir), main, subs))
+    /// Reads a session through its source and rebuilds it.
+    pub fn load(path: &Path) -> Result<Session> {
+        Ok(Session::build(crate::sources::parts(path)?))
     }
 
-    /// Rebuilds from files already indexed (pure).
+    /// Rebuilds one agent's parts and subagents without lineage (pure).
     pub fn from_parts(
         dir: &Path,
         title: Option<String>,
-        main: AgentFiles,
-        subagents: Vec<AgentFiles>,
+        main: AgentParts,
+        subagents: Vec<AgentParts>,
     ) -> Session {
+        Session::build(SessionParts {
+            dir: dir.to_path_buf(),
+            id: dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            title,
+            agents: std::iter::once(main).chain(subagents).collect(),
+            lineage: Lineage::default(),
+            tool: Tool::KimiCli,
+        })
+    }
+
+    /// Rebuilds a session from what a source found (pure).
+    pub fn build(parts: SessionParts) -> Session {
         let mut graph = Graph::default();
-        let mut agents = Vec::with_capacity(1 + subagents.len());
+        let mut agents = Vec::with_capacity(parts.agents.len());
+        let mut links = Vec::with_capacity(parts.agents.len());
         let mut warnings = Vec::new();
-        for (i, af) in std::iter::once(main).chain(subagents).enumerate() {
+        for (i, af) in parts.agents.into_iter().enumerate() {
             for f in &af.files {
                 warnings.extend(f.warnings.iter().cloned());
             }
-            let family = family::build_family(i, af.files, &mut graph);
+            let mut family = family::build_family(i, af.files, &af.forks, &mut graph);
+            family::apply_stated(&mut family, &af.lines, af.current);
             if let Some(w) = &af.wire {
                 wire::join_times(&family, w, &mut graph);
             }
+            // Times the source read with the records, on the records each
+            // world line owns.
+            for (l, when) in family.lines.iter().zip(&af.times) {
+                for (&n, &t) in l.nodes.iter().zip(when).skip(l.shared) {
+                    if t.is_some() {
+                        graph[n].time = t;
+                    }
+                }
+            }
+            links.push(af.link);
             agents.push(Agent {
                 dir: af.dir,
                 family,
                 meta: af.meta,
                 parent_call: None,
                 parent_tool_call_id: None,
-                parent_line: None,
+                parent_line: af.parent_line,
                 turns: af.wire.map(|w| w.turns).unwrap_or_default(),
+                compactions: af.compactions,
+                folded_undos: af.folded_undos,
+            });
+        }
+        if agents.is_empty() {
+            agents.push(Agent {
+                dir: parts.dir.clone(),
+                family: family::build_family(0, Vec::new(), &[], &mut graph),
+                meta: None,
+                parent_call: None,
+                parent_tool_call_id: None,
+                parent_line: None,
+                turns: Vec::new(),
                 compactions: Vec::new(),
                 folded_undos: Vec::new(),
             });
         }
-        link_subagents(&mut agents, &mut graph);
+        link_subagents(&mut agents, &links, &mut graph);
         Session {
-            id: dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            title,
-            tool: Tool::KimiCli,
-            forked_from: None,
-            forks: Vec::new(),
-            dir: dir.to_path_buf(),
+            id: parts.id,
+            title: parts.title,
+            tool: parts.tool,
+            dir: parts.dir,
             agents,
             graph,
             warnings,
+            forked_from: parts.lineage.forked_from,
+            forks: parts.lineage.forks,
         }
     }
 
@@ -253,57 +203,17 @@ impl Session {
     }
 }
 
-fn subagent_dirs(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir.join("subagents")) else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<(f64, PathBuf)> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_dir())
-        .map(|p| (SubagentMeta::read(&p).created_at.unwrap_or(f64::MAX), p))
-        .collect();
-    dirs.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    dirs.into_iter().map(|(_, p)| p).collect()
-}
-
-/// How an agent's files are named relative to the session dir: `""` for the
-/// main agent, `"subagents/<id>/"` for a subagent.
-pub fn agent_prefix(session_dir: &Path, dir: &Path) -> String {
-    dir.strip_prefix(session_dir)
-        .ok()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map(|p| format!("{}/", p.display()))
-        .unwrap_or_default()
-}
-
-/// Indexes one agent's context files. File names are relative to the
-/// session dir so warnings from subagents say where they are.
-pub fn read_agent(
-    session_dir: &Path,
-    dir: &Path,
-    meta: Option<SubagentMeta>,
-) -> Result<AgentFiles> {
-    let prefix = agent_prefix(session_dir, dir);
-    let mut files = Vec::new();
-    for cf in session::context_files(dir)? {
-        files.push(read::index_file(&cf.path, &format!("{prefix}{}", cf.name))?);
-    }
-    Ok(AgentFiles {
-        dir: dir.to_path_buf(),
-        files,
-        wire: WireLog::read(&dir.join("wire.jsonl")),
-        meta,
-    })
-}
-
-/// Attaches each subagent to the parent's Agent call whose result names it.
-fn link_subagents(agents: &mut [Agent], graph: &mut Graph) {
+/// Attaches each subagent to the parent's call that ran it, as its source
+/// says to find it.
+fn link_subagents(agents: &mut [Agent], links: &[ParentLink], graph: &mut Graph) {
     for sub in 1..agents.len() {
-        let Some(id) = agents[sub].meta.as_ref().map(|m| m.agent_id.clone()) else {
-            continue;
+        let found = match links.get(sub) {
+            Some(ParentLink::AgentId(id)) => find_agent_call(&agents[0].family, id),
+            Some(ParentLink::Nth(n)) => nth_agent_call(&agents[0].family, graph, *n),
+            Some(ParentLink::ToolCallId(id)) => find_call(&agents[0].family, id),
+            Some(ParentLink::None) | None => None,
         };
-        let Some((call, call_id)) = find_agent_call(&agents[0].family, &id) else {
+        let Some((call, call_id)) = found else {
             continue;
         };
         agents[sub].parent_call = Some(call);
@@ -318,6 +228,55 @@ fn link_subagents(agents: &mut [Agent], graph: &mut Graph) {
             graph.add_edge(parent_node, first, Edge::Subagent);
         }
     }
+}
+
+/// Tool names that start a subagent (`Task` until kimi-cli 1.24).
+const AGENT_TOOLS: [&str; 2] = ["Agent", "Task"];
+
+/// The `n`-th subagent call of the main agent, in the order calls were
+/// written (each record counted once, where it was first written).
+fn nth_agent_call(main: &Family, g: &Graph, n: usize) -> Option<(RecordRef, String)> {
+    let mut seen = 0;
+    for (i, line) in main.lines.iter().enumerate() {
+        for (r, &node) in line.nodes.iter().enumerate() {
+            if g[node].owner.line != i {
+                continue;
+            }
+            for call in &main.files[i].records[r].tool_calls {
+                if !AGENT_TOOLS.contains(&call.name.as_str()) {
+                    continue;
+                }
+                if seen == n {
+                    let at = RecordRef {
+                        agent: main.agent,
+                        line: i,
+                        record: r,
+                    };
+                    return Some((at, call.id.clone()));
+                }
+                seen += 1;
+            }
+        }
+    }
+    None
+}
+
+/// The record holding the tool call `call_id`.
+fn find_call(main: &Family, call_id: &str) -> Option<(RecordRef, String)> {
+    main.files.iter().enumerate().find_map(|(i, file)| {
+        let r = file
+            .records
+            .iter()
+            .position(|r| r.tool_calls.iter().any(|c| c.id == call_id))?;
+        Some((
+            RecordRef {
+                agent: main.agent,
+                line: i,
+                record: r,
+            },
+            call_id.to_string(),
+        ))
+    })
 }
 
 /// The Agent call (and its id) whose tool result says `agent_id: <id>`.

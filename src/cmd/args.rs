@@ -1,8 +1,7 @@
-//! Command-line definitions and dispatch. Each command's work lives in its
-//! module; this file only parses arguments and maps errors to exit codes.
+//! The command line as clap sees it. Each command converts its arguments
+//! into the plain options of the library entry point it calls.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -140,47 +139,4 @@ pub struct ReplayArgs {
     /// Poll the files instead of using native file notifications
     #[arg(long)]
     pub poll: bool,
-}
-
-/// Runs a parsed command line; the binary only maps the result to a process exit.
-pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    match cli.command {
-        None => crate::ui::run(&cli.view).map(|()| ExitCode::SUCCESS),
-        Some(Command::View(args)) => crate::ui::run(&args).map(|()| ExitCode::SUCCESS),
-        Some(Command::Tree(args)) => crate::export::tree_command(&args).map(|()| ExitCode::SUCCESS),
-        Some(Command::List(args)) => {
-            crate::session::list_command(&args).map(|()| ExitCode::SUCCESS)
-        }
-        Some(Command::Watch(args)) => crate::live::watch_command(&args).map(|()| ExitCode::SUCCESS),
-        Some(Command::Send(args)) => crate::denwa::send_command(&args),
-        Some(Command::Demo(args)) => {
-            let opts = crate::demo::DemoOptions {
-                dir: args.dir,
-                headless: args.headless,
-                speed: args.speed,
-            };
-            crate::demo::run(&opts).map(|()| ExitCode::SUCCESS)
-        }
-        Some(Command::Replay(args)) => {
-            let dir = crate::session::resolve(
-                args.session.as_deref(),
-                &crate::session::Locator::from_env(),
-            )?;
-            let opts = crate::replay::ReplayOptions {
-                speed: args.speed,
-                ..Default::default()
-            };
-            crate::replay::run(&dir, args.dir.as_deref(), args.headless, args.poll, opts)
-                .map(|()| ExitCode::SUCCESS)
-        }
-    }
-}
-
-/// Exit code for an error that reached the top: 2 for "not found" and usage
-/// errors, 1 for everything else.
-pub fn exit_code_for(err: &anyhow::Error) -> u8 {
-    match err.downcast_ref::<crate::Error>() {
-        Some(e) if e.is_not_found() => 2,
-        _ => 1,
-    }
 }

@@ -1,0 +1,20 @@
+//! `worldline tree`: a session's divergence tree in one of the printed forms.
+
+use worldline::export::{self, json};
+use worldline::sources::lookup::{resolve, Locator};
+use worldline::worldline::Session;
+
+use super::args::{TreeArgs, TreeFormat};
+use super::out;
+
+pub fn tree(args: &TreeArgs) -> anyhow::Result<()> {
+    let path = resolve(args.session.as_deref(), &Locator::from_env())?;
+    let s = Session::load(&path)?;
+    let text = match args.format {
+        TreeFormat::Text => export::text_tree(&s),
+        TreeFormat::Json => serde_json::to_string_pretty(&json::session_json(&s))? + "\n",
+        TreeFormat::Dot => export::dot(&s),
+        TreeFormat::Mermaid => export::mermaid(&s),
+    };
+    out::print(&text)
+}
