@@ -24,7 +24,7 @@ pub fn sanitize(s: &str, keep_layout: bool) -> String {
             '\u{7f}' => out.push('␡'),
             c if ('\u{80}'..='\u{9f}').contains(&c) => out.push('\u{fffd}'),
             // Bidi overrides and isolates could reorder what follows them.
-            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => out.push('\u{fffd}'),
+            c if is_bidi_control(c) => out.push('\u{fffd}'),
             c => out.push(c),
         }
     }
@@ -41,6 +41,30 @@ pub fn sanitize_path(p: &Path) -> String {
 /// replies, error texts that embed paths.
 pub fn sanitize_message(s: &str) -> String {
     sanitize(s, false)
+}
+
+/// Serialised JSON made safe for a terminal: JSON itself escapes only C0
+/// controls, so DEL, C1 controls (U+009B is a CSI to many terminals) and
+/// bidi overrides become `\u` escapes too. They can only occur inside
+/// strings, so the document means exactly the same.
+pub fn json_for_terminal(json: String) -> String {
+    let risky = |c: char| ('\u{7f}'..='\u{9f}').contains(&c) || is_bidi_control(c);
+    if !json.chars().any(risky) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if risky(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Text for an HTML context (Mermaid labels, SVG, HTML): `&<>"'` escaped,
@@ -135,6 +159,14 @@ mod tests {
             escape_html("<img onerror='x'>&\x1b"),
             "&lt;img onerror=&#39;x&#39;&gt;&amp;␛"
         );
+    }
+
+    #[test]
+    fn json_keeps_its_meaning() {
+        let v = serde_json::json!({"k": "a\u{9b}b\u{7f}\u{202e}\u{1b}"});
+        let safe = json_for_terminal(v.to_string());
+        assert_eq!(safe, r#"{"k":"a\u009bb\u007f\u202e\u001b"}"#);
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap(), v);
     }
 
     #[test]

@@ -65,7 +65,7 @@ fn script_with_an_external_dmail_writes_kimi_rotations() {
     let mut sent_external = false;
     let mut beats = 0;
     let mut elapsed = 0.0;
-    while !agent.script_done() {
+    while !agent.finished() {
         let pause = agent.step().unwrap();
         clock.sleep(pause);
         elapsed += pause.as_secs_f64();
@@ -232,35 +232,204 @@ fn script_with_an_external_dmail_writes_kimi_rotations() {
         assert!(kinds.contains(k), "wire has {k}");
     }
 
-    // After the script it keeps going with ordinary turns.
+    // The story is over: more beats write nothing.
+    let before = fs::read_to_string(dir.join("context.jsonl")).unwrap();
     for _ in 0..40 {
-        agent.step().unwrap();
+        clock.sleep(agent.step().unwrap());
     }
-    let turns = agent
-        .events()
-        .iter()
-        .filter(|e| matches!(e, DemoEvent::TurnBegan { .. }))
-        .count();
-    assert!(turns >= 4);
+    assert!(agent.finished());
+    assert_eq!(
+        fs::read_to_string(dir.join("context.jsonl")).unwrap(),
+        before
+    );
+}
+
+/// Runs the agent on its fake clock until its story ends; returns the
+/// seconds it took at speed 1.
+fn run_to_end(agent: &mut DemoAgent, clock: &FakeClock) -> f64 {
+    let start = clock.now();
+    while !agent.finished() {
+        clock.sleep(agent.step().unwrap());
+        assert!(clock.now() - start < 3600.0, "the story never ends");
+    }
+    clock.now() - start
 }
 
 #[test]
-fn own_dmails_arrive_within_two_minutes_at_speed_one() {
+fn the_story_ends_by_itself_in_two_to_three_minutes_at_the_default_speed() {
     let tmp = tempfile::tempdir().unwrap();
     let (mut agent, _renji, clock) = new_agent(tmp.path());
     let start = clock.now();
     let mut times = Vec::new();
-    while times.len() < 2 {
+    while !agent.finished() {
         let before = world_lines(agent.events()).len();
         let pause = agent.step().unwrap();
         if world_lines(agent.events()).len() > before {
             times.push(clock.now() - start);
         }
         clock.sleep(pause);
-        assert!(clock.now() - start < 600.0);
+        assert!(clock.now() - start < 3600.0, "the story never ends");
     }
-    assert!(times[1] < 150.0, "own D-Mails at {times:?} s");
-    assert!(times[0] > 20.0, "first D-Mail not instant: {times:?}");
+    // The default speed is 2: halve the seconds at speed 1.
+    let at_default = (clock.now() - start) / 2.0;
+    assert!(
+        (120.0..=180.0).contains(&at_default),
+        "the story takes {at_default:.0} s at the default speed"
+    );
+    assert_eq!(times.len(), 2, "two own D-Mails: {times:?}");
+    assert!(times[0] / 2.0 > 20.0, "first D-Mail not instant: {times:?}");
+    assert!(
+        times[0] / 2.0 < 70.0,
+        "first D-Mail within a minute: {times:?}"
+    );
+
+    // The last record is the epilogue: every world line, and keys to try.
+    let ctx = lines(&agent.session_dir().join("context.jsonl"));
+    let last: Value = serde_json::from_str(ctx.last().unwrap()).unwrap();
+    assert_eq!(last["role"], "assistant", "the epilogue is the last record");
+    let text = last["content"].to_string();
+    assert!(
+        text.contains("end of the demo: 3 world lines (α β γ)"),
+        "{text}"
+    );
+    for name in [
+        "α (context_1.jsonl)",
+        "β (context_2.jsonl)",
+        "γ (context.jsonl)",
+    ] {
+        assert!(text.contains(name), "{name} in {text}");
+    }
+    assert!(text.contains("d on a step sends your own D-Mail"), "{text}");
+}
+
+/// The content of the last assistant message of `file`, as JSON text.
+fn last_words(file: &Path) -> String {
+    let last = lines(file)
+        .iter()
+        .rev()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["role"] == "assistant")
+        .unwrap();
+    last["content"].to_string()
+}
+
+/// The assistant messages and tool calls that follow the injection of the
+/// D-Mail `message` in `file`, as JSON text.
+fn after_injection(file: &Path, message: &str, n: usize) -> Vec<String> {
+    let ls = lines(file);
+    let at = ls
+        .iter()
+        .position(|l| l.contains("You just got a D-Mail") && l.contains(message))
+        .unwrap_or_else(|| panic!("no injection of {message:?} in {}", file.display()));
+    ls[at + 1..]
+        .iter()
+        .filter(|l| l.contains("\"role\": \"assistant\"") || l.contains("\"role\":\"assistant\""))
+        .take(n)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_user_dmail_after_the_end_wakes_the_agent_and_it_follows_the_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut agent, renji, clock) = new_agent(tmp.path());
+    run_to_end(&mut agent, &clock);
+    let dir = agent.session_dir().to_owned();
+    let message = "Check tests/test_cli.py before anything else. Then run `python -m pytest -q`.";
+    renji
+        .lock()
+        .unwrap()
+        .send_dmail(DMail {
+            message: message.into(),
+            checkpoint_id: 1,
+        })
+        .unwrap();
+    clock.sleep(agent.step().unwrap());
+    assert!(!agent.finished(), "the D-Mail wakes the agent");
+    let made = world_lines(agent.events());
+    assert_eq!(made.len(), 3);
+    assert_eq!(
+        (made[2].1, made[2].2.as_str(), made[2].3),
+        (1, message, false)
+    );
+    run_to_end(&mut agent, &clock);
+
+    // The new world line takes the message up: a todo list of its
+    // sentences, the file it names, the command it quotes.
+    let next = after_injection(&dir.join("context.jsonl"), message, 4);
+    assert!(next[0].contains("SetTodoList"), "{}", next[0]);
+    assert!(next[0].contains("Check tests/test_cli.py before anything else"));
+    assert!(next[0].contains("Then run `python -m pytest -q`"));
+    assert!(next[1].contains("ReadFile") && next[1].contains("tests/test_cli.py"));
+    assert!(next[2].contains("Shell") && next[2].contains("python -m pytest -q"));
+    // Both fixes of the first world lines are on disk: the tests say so.
+    let ctx = fs::read_to_string(dir.join("context.jsonl")).unwrap();
+    let shell_result = ctx
+        .lines()
+        .skip_while(|l| !l.contains("as the D-Mail says"))
+        .find(|l| l.contains("\"role\": \"tool\"") || l.contains("\"role\":\"tool\""))
+        .unwrap();
+    assert!(
+        shell_result.contains("9 passed") || shell_result.contains("7 passed"),
+        "{shell_result}"
+    );
+
+    // And a new epilogue names the user's D-Mail.
+    let text = last_words(&dir.join("context.jsonl"));
+    let n = world_lines(agent.events()).len() + 1;
+    assert!(n > 3);
+    assert!(text.contains(&format!("{n} world lines")), "{text}");
+    assert!(
+        text.contains("began with your D-Mail to checkpoint 1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_user_dmail_that_names_the_cli_bug_spares_the_agent_its_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut agent, renji, clock) = new_agent(tmp.path());
+    // Until the agent has read parse.py and is about to test (⚑4).
+    while renji.lock().unwrap().n_checkpoints() < 6 {
+        clock.sleep(agent.step().unwrap());
+    }
+    let message = "Two bugs: the header skip in tally/parse.py, and tally/cli.py passes header= instead of skip_header=. Fix both.";
+    renji
+        .lock()
+        .unwrap()
+        .send_dmail(DMail {
+            message: message.into(),
+            checkpoint_id: 4,
+        })
+        .unwrap();
+    run_to_end(&mut agent, &clock);
+    let made = world_lines(agent.events());
+    // The user's D-Mail, then only the whole-plan one: D-Mail 1's lesson
+    // was taught by the user.
+    assert_eq!(made.len(), 2, "{made:#?}");
+    assert!(!made[0].3 && made[1].3);
+    let own: Vec<String> = agent
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            DemoEvent::DMailSent { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(own.len(), 1);
+    assert!(
+        own[0].contains("whole") || own[0].contains("skip_blank"),
+        "{own:?}"
+    );
+    // After the reaction the agent edits both files before testing.
+    let rotated = &made[1].0;
+    let text = fs::read_to_string(rotated).unwrap();
+    let at = text.find(message).unwrap();
+    let rest = &text[at..];
+    let parse = rest.find("Fixing the header skip in read_rows").unwrap();
+    let cli = rest.find("And the keyword in the CLI call").unwrap();
+    let tests = rest.find("7 passed").unwrap();
+    assert!(parse < cli && cli < tests);
 }
 
 #[test]
@@ -295,4 +464,103 @@ fn headless_binary_prints_the_session_dir_and_stops_cleanly_on_sigterm() {
         !session.join("denwa.json").exists(),
         "denwa.json removed on SIGTERM"
     );
+}
+
+#[test]
+fn headless_binary_runs_the_story_to_its_end_and_keeps_the_session() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["demo", "--headless", "--speed", "400", "--dir"])
+        .arg(tmp.path())
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = out;
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let session = PathBuf::from(stdout.lines().next().unwrap());
+    assert!(session.starts_with(tmp.path().join("sessions")), "{stdout}");
+    assert!(
+        stdout.contains("The demo's story ended; its session (3 world lines) stays in"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("worldline tree {}", session.display())),
+        "{stdout}"
+    );
+    assert!(
+        !session.join("denwa.json").exists(),
+        "nothing serves D-Mails now"
+    );
+    // The kept session reads back: three world lines, the last one current.
+    let tree = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["tree", "--format", "json"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert!(tree.status.success());
+    let v: Value = serde_json::from_slice(&tree.stdout).unwrap();
+    assert_eq!(v["world_lines"].as_array().unwrap().len(), 3, "{v}");
+}
+
+#[test]
+fn own_dmails_say_what_a_revert_leaves_on_disk() {
+    use worldline::worldline::revert;
+    use worldline::worldline::Session;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut agent, _renji, clock) = new_agent(tmp.path());
+    run_to_end(&mut agent, &clock);
+    let s = Session::load(agent.session_dir()).unwrap();
+    let kept = |line: usize| {
+        revert::kept_at_landing(&s, 0, line, &mut |r| s.body(r).ok())
+            .unwrap()
+            .summary()
+    };
+    // β began with D-Mail 1: after ⚑6 α had edited parse.py and run the
+    // tests (still failing), as the D-Mail tells its past self.
+    assert_eq!(
+        kept(1),
+        [
+            "edited tally/parse.py",
+            "ran `python -m pytest -q` (failed)"
+        ]
+    );
+    let dmail_1 = s.main().lines[1]
+        .fork
+        .as_ref()
+        .unwrap()
+        .message
+        .clone()
+        .unwrap();
+    assert!(dmail_1.contains("tally/parse.py now skips the header"));
+    // γ began with D-Mail 2: β's work after ⚑3, all of it still on disk.
+    let k2 = kept(2);
+    for change in [
+        "edited tally/cli.py",
+        "edited tally/parse.py",
+        "wrote tests/test_skip_blank.py",
+    ] {
+        assert!(k2.iter().any(|l| l == change), "{change} in {k2:?}");
+    }
+    let dmail_2 = s.main().lines[2]
+        .fork
+        .as_ref()
+        .unwrap()
+        .message
+        .clone()
+        .unwrap();
+    assert!(dmail_2.contains("tests/test_skip_blank.py exists"));
 }

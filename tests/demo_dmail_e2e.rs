@@ -44,22 +44,22 @@ fn worldline_send_makes_the_demo_revert() {
     let tmp = tempfile::tempdir().unwrap();
     let runtime = tempfile::tempdir().unwrap();
     let mut child = wl()
-        .args(["demo", "--headless", "--speed", "10", "--dir"])
+        .args(["demo", "--headless", "--speed", "20", "--dir"])
         .arg(tmp.path())
         .env("XDG_RUNTIME_DIR", runtime.path())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let demo = Demo(child);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut demo = Demo(child);
     let mut first = String::new();
-    BufReader::new(stdout).read_line(&mut first).unwrap();
+    stdout.read_line(&mut first).unwrap();
     let dir = PathBuf::from(first.trim_end());
 
     // Wait until the agent has passed checkpoint 2, then send to checkpoint 2.
     // The agent may have its own D-Mail pending: DenwaRenji refuses a second
     // one (exit 1), so try again.
-    let message = "e2e: the tests were fine all along";
+    let message = "e2e: the tests were fine all along. Read tests/conftest.py and run `python -m pytest -q` once.";
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         assert!(Instant::now() < deadline, "D-Mail never accepted");
@@ -121,7 +121,53 @@ fn worldline_send_makes_the_demo_revert() {
     assert!(text.contains("You just got a D-Mail from your future self"));
     assert!(text.contains(message));
 
-    drop(demo);
+    // The new world line takes the message up: after the injection the
+    // agent lists its sentences, reads the file it names and runs the
+    // command it quotes, before the story goes on.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let taken_up = loop {
+        let line = tree_json(&dir)["world_lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["fork"]["message"] == message)
+            .cloned()
+            .unwrap();
+        let text = std::fs::read_to_string(dir.join(line["file"].as_str().unwrap())).unwrap();
+        let after = &text[text.find("D-Mail content").unwrap()..];
+        let calls = [
+            "SetTodoList",
+            "The D-Mail names `tests/conftest.py`",
+            "python -m pytest -q",
+            "Done with what the D-Mail asked",
+        ];
+        if calls.iter().all(|c| after.contains(c)) {
+            break after.to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the D-Mail was not taken up: {after}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let pos = |s: &str| taken_up.find(s).unwrap();
+    assert!(taken_up[pos("SetTodoList")..].contains("e2e: the tests were fine all along"));
+    let read = pos("The D-Mail names `tests/conftest.py`; reading it.");
+    assert!(pos("SetTodoList") < read);
+    assert!(read < pos("Running `python -m pytest -q`, as the D-Mail says"));
+
+    // The story still ends by itself, and says where its session stays.
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let status = demo.0.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        rest.contains("The demo's story ended; its session ("),
+        "{rest}"
+    );
+    assert!(rest.contains(&dir.display().to_string()), "{rest}");
+    let v = tree_json(&dir);
+    assert!(v["world_lines"].as_array().unwrap().len() >= 4, "{v}");
 }
 
 #[test]
@@ -136,7 +182,7 @@ fn the_demo_files_read_back_into_the_world_lines_it_made() {
     let renji = Arc::new(Mutex::new(DenwaRenji::new()));
     let clock = FakeClock::starting_at(1_796_000_000.0);
     let mut agent = DemoAgent::create(&cfg, renji, Box::new(clock.clone())).unwrap();
-    while !agent.script_done() {
+    while !agent.finished() {
         let pause = agent.step().unwrap();
         clock.sleep(pause);
     }

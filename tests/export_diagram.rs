@@ -109,7 +109,7 @@ fn subagents_are_described_and_hang_off_their_call() {
     assert!(!dot_labels(&d).join("\n").contains("aede5373b"), "{d}");
     let m = mermaid(&s);
     assert!(
-        m.contains("subgraph a1[") && m.contains("explore repo"),
+        m.contains("subgraph a1 [") && m.contains("explore repo"),
         "{m}"
     );
     assert!(m.contains("a0l0 -.->|"), "{m}");
@@ -178,5 +178,97 @@ fn session_text_never_opens_a_tag_in_mermaid() {
     for l in d.lines() {
         let unescaped = l.replace("\\\\", "").replace("\\\"", "");
         assert_eq!(unescaped.matches('"').count() % 2, 0, "{l}");
+    }
+}
+
+/// Mermaid's own parser and renderer, from the npm package's
+/// `dist/mermaid.min.js` (`.ci/run` fetches it into `target/mermaid/`;
+/// `WORLDLINE_MERMAID_JS` points elsewhere).
+fn mermaid_js() -> Option<std::path::PathBuf> {
+    let p = std::env::var_os("WORLDLINE_MERMAID_JS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/mermaid/package/dist/mermaid.min.js")
+        });
+    p.is_file().then_some(p)
+}
+
+#[test]
+fn mermaid_itself_renders_every_fixture_and_keeps_text_as_text() {
+    let (Some(browser), Some(js)) = (common::browser::chromium(), mermaid_js()) else {
+        eprintln!(
+            "SKIP: needs chromium and mermaid.min.js (npm pack mermaid@11 into target/mermaid); the Mermaid render test did not run"
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let hostile = tmp.path().join("hostile");
+    std::fs::create_dir(&hostile).unwrap();
+    let evil = "<img src=x onerror=alert(1)> \"]) --> x[\" `**md**` #amp; end";
+    let mut old = vec![sys()];
+    old.extend(turn(0, "a", "b"));
+    old.push(dmail_call("c1", evil, 0));
+    old.push(dmail_ok("c1"));
+    old.push(dmail_call("c2", evil, 7));
+    old.push(dmail_err("c2", evil));
+    write(&hostile, "context_1.jsonl", &old);
+    write(&hostile, "context.jsonl", &revert(&old, 0, evil));
+    let mut dirs = every_session();
+    dirs.push(hostile.clone());
+    let sessions: Vec<Session> = dirs.iter().map(|d| Session::load(d).unwrap()).collect();
+    let sources: Vec<String> = sessions.iter().map(mermaid).collect();
+    // One page renders them all, each into its own element, in turn.
+    // A JSON string is a JS string; `</` must not end the script.
+    let literal = serde_json::to_string(&sources)
+        .unwrap()
+        .replace("</", "<\\/");
+    let page = tmp.path().join("mermaid.html");
+    std::fs::write(
+        &page,
+        format!(
+            "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><script src=\"file://{}\"></script><script>\
+             addEventListener('DOMContentLoaded', async () => {{\
+             mermaid.initialize({{startOnLoad: false, securityLevel: 'strict'}});\
+             const all = {literal};\
+             for (let k = 0; k < all.length; k++) {{\
+               const div = document.createElement('div'); div.id = 'out' + k; document.body.appendChild(div);\
+               try {{ div.innerHTML = (await mermaid.render('g' + k, all[k])).svg; div.dataset.ok = '1'; }}\
+               catch (e) {{ div.dataset.err = String((e && e.message) || e); }}\
+             }} document.body.dataset.done = '1'; }});\
+             </script></head><body></body></html>",
+            js.display()
+        ),
+    )
+    .unwrap();
+    let dom = common::browser::dump_dom(&browser, &page, 30_000, &[]);
+    assert!(dom.contains("data-done=\"1\""), "{dom:.2000}");
+    for (k, (dir, s)) in dirs.iter().zip(&sessions).enumerate() {
+        let name = dir.display();
+        let at = dom
+            .find(&format!("<div id=\"out{k}\""))
+            .unwrap_or_else(|| panic!("{name}: not rendered"));
+        let out = &dom[at..];
+        let out = &out[..out[1..]
+            .find("<div id=\"out")
+            .map_or_else(|| out.rfind("</body>").unwrap_or(out.len()), |e| e + 1)];
+        assert!(
+            out.starts_with(&format!("<div id=\"out{k}\" data-ok=\"1\"")),
+            "{name}: Mermaid refused it:\n{}\n{out:.600}",
+            sources[k]
+        );
+        for i in 0..s.main().lines.len() {
+            let n = worldline::worldline::names::line_name(i);
+            assert!(out.contains(&n), "{name}: {n} not drawn");
+        }
+        for bad in ["<img", "<script", "onerror=\"", "<strong>"] {
+            assert!(!out.contains(bad), "{name}: {bad} in Mermaid's drawing");
+        }
+        if *dir == hostile {
+            assert!(
+                out.contains("&lt;img src=x onerror=alert(1)&gt;"),
+                "{out:.3000}"
+            );
+        }
     }
 }

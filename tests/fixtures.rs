@@ -197,7 +197,13 @@ fn every_legacy_session_reads_with_sensible_counts() {
             .count();
         assert_eq!(file.records.len(), lines, "{name}: every line is a record");
         assert!(file.checkpoints() >= 1, "{name}");
-        assert!(s.warnings.is_empty(), "{name}");
+        if name == "broken-state-json" {
+            // The one warning says the title file is unreadable, and where.
+            assert_eq!(s.warnings.len(), 1, "{name}: {:?}", s.warnings);
+            assert_eq!(s.warnings[0].file, "state.json", "{name}");
+        } else {
+            assert!(s.warnings.is_empty(), "{name}: {:?}", s.warnings);
+        }
         // Bodies load, including images, audio and Chinese text.
         for r in 0..file.records.len() {
             let at = worldline::worldline::RecordRef {
@@ -456,4 +462,103 @@ fn a_session_left_with_only_its_rotation_reads_as_its_current_world_line() {
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0]["file"], "context_1.jsonl");
     assert_eq!(lines[0]["current"], true);
+}
+
+#[test]
+fn a_fork_leaves_its_source_at_the_last_copied_record_even_after_the_source_rotated() {
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kimi-cli-history/v1_40_0_fork_undo");
+    let share = tempfile::tempdir().unwrap();
+    copy_tree(&scenario.join("sessions"), &share.path().join("sessions"));
+    let folder = work_folder(share.path());
+    let src = folder.join("0706220a-4234-46bf-958b-2c56b11dcb00");
+    let fork = folder.join("1daf86b9-2123-4299-843b-fa06669261a9");
+    let s = Session::load(&src).unwrap();
+    let link = s.forks.iter().find(|f| f.dir == fork).unwrap().clone();
+    let at = s.fork_point(&link).unwrap();
+    assert_eq!((at.line, at.record), (0, 22));
+    let f = Session::load(&fork).unwrap();
+    let back = f.forked_from.clone().unwrap();
+    assert_eq!(
+        f.fork_point(&back).map(|r| (r.line, r.record)),
+        Some((0, 22))
+    );
+
+    // The source goes on after the fork: a D-Mail back to an early
+    // checkpoint rotates its context away. The fork still leaves the world
+    // line it copied, now context_1.jsonl.
+    let text = std::fs::read_to_string(src.join("context.jsonl")).unwrap();
+    std::fs::rename(src.join("context.jsonl"), src.join("context_1.jsonl")).unwrap();
+    let mut kept: Vec<&str> = text.lines().take(5).collect();
+    let dmail = common::injection("back to the start");
+    kept.push(&dmail);
+    std::fs::write(src.join("context.jsonl"), kept.join("\n") + "\n").unwrap();
+    let s = Session::load(&src).unwrap();
+    assert_eq!(s.main().lines.len(), 2);
+    let link = s.forks.iter().find(|f| f.dir == fork).unwrap().clone();
+    assert_eq!(link.records, 23);
+    let at = s.fork_point(&link).unwrap();
+    assert_eq!((at.line, at.record), (0, 22));
+    assert_eq!(s.main().lines[at.line].file, "context_1.jsonl");
+    assert_eq!(link.source_file, "context_1.jsonl");
+    // The JSON says so too, on both sides.
+    let got = tree_json(share.path(), &src.display().to_string());
+    let fk = got["forks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["session"] == "1daf86b9-2123-4299-843b-fa06669261a9")
+        .unwrap()
+        .clone();
+    assert_eq!(fk["file"], "context_1.jsonl");
+    let got = tree_json(share.path(), &fork.display().to_string());
+    assert_eq!(got["forked_from"]["file"], "context_1.jsonl");
+    let f = Session::load(&fork).unwrap();
+    assert_eq!(f.forked_from.unwrap().records, 23);
+}
+
+#[test]
+fn old_compactions_and_old_dmail_wording_in_a_flat_session() {
+    use common::{assistant, cp, user, write};
+    // kimi-cli 0.35: `/compact` goes back to before checkpoint 0 without a
+    // new checkpoint, and the summary is an assistant message (content
+    // parts). 0.5x's accepted D-Mail says "ERROR: … was not sent".
+    let tmp = tempfile::tempdir().unwrap();
+    let sid = "0a0a0a0a-1111-4222-8333-444444444444";
+    let parts = |text: &str| serde_json::json!([{"type": "text", "text": text}]);
+    let old = vec![
+        cp(0),
+        user("hello"),
+        assistant("hi"),
+        cp(1),
+        user("more"),
+        serde_json::json!({"role": "assistant", "content": "Sending.",
+            "tool_calls": [{"type": "function", "id": "c1", "function": {"name": "SendDMail",
+            "arguments": "{\"message\": \"m\", \"checkpoint_id\": 0}"}}]})
+        .to_string(),
+        serde_json::json!({"role": "tool", "tool_call_id": "c1", "content": parts(
+            "<system>ERROR: If you see this message, the D-Mail was not sent successfully. This may be because some other tool that needs approval was rejected.</system>")})
+        .to_string(),
+    ];
+    let compacted = vec![
+        serde_json::json!({"role": "assistant", "content": parts(
+            "<system>Previous context has been compacted. Here is the compaction output:</system>")})
+        .to_string(),
+        user("next"),
+    ];
+    write(tmp.path(), &format!("{sid}_1.jsonl"), &old);
+    write(tmp.path(), &format!("{sid}.jsonl"), &compacted);
+    let got = tree_json(
+        tmp.path(),
+        &tmp.path()
+            .join(format!("{sid}_1.jsonl"))
+            .display()
+            .to_string(),
+    );
+    let lines = got["world_lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["fork"]["kind"], "compaction");
+    let attempts = got["dmail_attempts"].as_array().unwrap();
+    assert_eq!(attempts[0]["accepted"], true);
+    assert_eq!(attempts[0]["error"], Value::Null);
 }

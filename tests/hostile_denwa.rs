@@ -3,6 +3,8 @@
 //! to the terminal, and idle clients must not lock a real one out. Every
 //! server here lives in the test's own temp dirs.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -113,19 +115,6 @@ fn worldline(args: &[&str], stdin: Option<&str>) -> Output {
 }
 
 /// No C0 (but newline and tab), DEL or C1 character.
-fn assert_clean(what: &str, bytes: &[u8]) {
-    let s = String::from_utf8_lossy(bytes);
-    let bad: Vec<char> = s
-        .chars()
-        .filter(|&c| {
-            (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
-        })
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{what} has raw control characters {bad:?}: {s}"
-    );
-}
 
 #[test]
 fn a_relative_socket_in_denwa_json_receives_nothing() {
@@ -321,7 +310,7 @@ fn a_hostile_servers_strings_are_escaped() {
     let target = t.path().to_str().unwrap();
     let out = worldline(&["send", target, "--status"], None);
     assert_eq!(out.status.code(), Some(0));
-    assert_clean("status stdout", &out.stdout);
+    common::assert_no_raw_controls("status stdout", &out.stdout);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("␛]0;pwned␇"), "{text}");
     let out = worldline(
@@ -329,7 +318,7 @@ fn a_hostile_servers_strings_are_escaped() {
         None,
     );
     assert_eq!(out.status.code(), Some(1));
-    assert_clean("refusal stderr", &out.stderr);
+    common::assert_no_raw_controls("refusal stderr", &out.stderr);
 }
 
 #[test]

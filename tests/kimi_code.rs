@@ -138,7 +138,7 @@ fn the_fork_source_names_its_fork_and_both_show_it() {
     assert_eq!(
         src["forks"],
         // 9 records: the b1 conversation at line 80 (main's up to 47, then b1's).
-        json!([{"session": "session_1a3e18d6-5ebd-4b84-926f-58eebc6be33d", "records": 9, "kind": "fork", "line": 80}])
+        json!([{"session": "session_1a3e18d6-5ebd-4b84-926f-58eebc6be33d", "records": 9, "kind": "fork", "file": "agents/main/wire.jsonl", "line": 80}])
     );
     let mut c = bin(&home);
     c.args(["tree", "session_1a3e18d6"]);

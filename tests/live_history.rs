@@ -224,13 +224,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn fork_appears_while_watching(poll: bool) {
-    let src = history("v1_40_0_fork_undo").join("sessions");
-    let folder = std::fs::read_dir(&src)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let folder = work_folder("v1_40_0_fork_undo");
     let tmp = tempfile::tempdir().unwrap();
     let work = tmp
         .path()
@@ -283,14 +277,8 @@ fn a_fork_made_while_the_source_is_watched_appears_live() {
 }
 
 #[test]
-fn replay_copies_context_sub_sessions_and_refuses_flat_ones_clearly() {
-    let src = work_folder("v1_0_subagent_dmail");
-    let src = std::fs::read_dir(src)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+fn replay_copies_context_sub_and_flat_sessions() {
+    let src = first_entry(&work_folder("v1_0_subagent_dmail"));
     let tmp = tempfile::tempdir().unwrap();
     let dst = tmp.path().join("copy");
     let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
@@ -313,14 +301,21 @@ fn replay_copies_context_sub_sessions_and_refuses_flat_ones_clearly() {
     };
     assert_eq!(shape(&dst), shape(&src));
 
+    // A flat session replays into a folder and opens by its main file.
     let flat = work_folder("v0_55_dmail").join("51938064-a483-4384-a1fd-6a12399385a7.jsonl");
+    let folder = tmp.path().join("flat");
     let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(["replay", "--headless"])
+        .args(["replay", "--headless", "--speed", "100", "--dir"])
+        .arg(&folder)
         .arg(&flat)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be replayed yet"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(shape(&folder.join(flat.file_name().unwrap())), shape(&flat));
 }
 
 #[test]

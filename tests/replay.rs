@@ -17,17 +17,21 @@ use worldline::live::{self, LiveOptions};
 use worldline::replay::{Op, Plan, Player, ReplayOptions, Target, EVEN_STEP};
 use worldline::worldline::Session;
 
-fn every_fixture() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = kimi_fixtures().iter().map(|s| session_dir(s)).collect();
-    v.extend(scenarios("kimi-code-legacy"));
+/// `tree --format json` of a session without the field that names its
+/// directory and the two that name its neighbours (`forks`, `forked_from`:
+/// the sessions of the same folder `/fork` or `/undo` made from it or it
+/// from): a replay copies one session, not its neighbours.
+fn tree_json_of(s: &Session) -> serde_json::Value {
+    let mut v = session_json(s);
+    let o = v.as_object_mut().unwrap();
+    for k in ["session_dir", "forks", "forked_from"] {
+        o.remove(k);
+    }
     v
 }
 
-/// `tree --format json` without the one field that names the directory.
 fn tree_json(dir: &Path) -> serde_json::Value {
-    let mut v = session_json(&Session::load(dir).unwrap());
-    v.as_object_mut().unwrap().remove("session_dir");
-    v
+    tree_json_of(&Session::load(dir).unwrap())
 }
 
 /// Every file under `dir` with its bytes and modification time.
@@ -50,19 +54,26 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, std::time::SystemTime)> {
 }
 
 #[test]
-fn replay_ends_equal_to_opening_the_files_on_every_fixture() {
-    for src in every_fixture() {
+fn replay_ends_equal_to_opening_the_files_on_every_session() {
+    for src in every_session() {
         let name = src.display().to_string();
-        let before = snapshot(&src);
+        // A flat session's files sit in its folder.
+        let folder = if src.is_dir() {
+            src.clone()
+        } else {
+            src.parent().unwrap().to_path_buf()
+        };
+        let before = snapshot(&folder);
         let plan = Plan::of(&src).unwrap();
         let target = Target::new(&src, None).unwrap();
         let mut player = Player::new(plan, target.path()).unwrap();
         player.start().unwrap();
+        let open = player.session_path();
         let mut lines_seen = 0;
         while !player.done() {
             player.step().unwrap();
             // On the way the copy always opens, and world lines only grow.
-            let s = Session::load(target.path())
+            let s = Session::load(&open)
                 .unwrap_or_else(|e| panic!("{name}: mid-replay copy does not open: {e}"));
             assert!(
                 s.main().lines.len() >= lines_seen,
@@ -70,8 +81,12 @@ fn replay_ends_equal_to_opening_the_files_on_every_fixture() {
             );
             lines_seen = s.main().lines.len();
         }
-        assert_eq!(tree_json(target.path()), tree_json(&src), "{name}");
-        assert_eq!(snapshot(&src), before, "{name}: the original was written");
+        assert_eq!(tree_json(&open), tree_json(&src), "{name}");
+        assert_eq!(
+            snapshot(&folder),
+            before,
+            "{name}: the original was written"
+        );
     }
 }
 
@@ -209,24 +224,20 @@ fn the_live_follower_sees_the_replay_end_as_the_original() {
         player.play(&play, &AtomicBool::new(false)).unwrap();
         let mut seen = Seen::default();
         seen.until_snapshot(&rx, &format!("{scenario}: the original's tree"), |s| {
-            let mut v = session_json(s);
-            v.as_object_mut().unwrap().remove("session_dir");
-            v == want
+            tree_json_of(s) == want
         });
         drop(handle);
         assert!(seen.errors().is_empty(), "{scenario}: {:?}", seen.errors());
     }
 }
 
-#[test]
-fn the_binary_plays_headless_into_a_named_directory() {
-    let src = fixture_session("kimi-cli", "dmail_errors");
-    let tmp = tempfile::tempdir().unwrap();
-    let dst = tmp.path().join("copy");
+/// `worldline replay --headless --dir DST SRC`, played fast; the path it
+/// prints to open.
+fn replay_headless(src: &Path, dst: &Path) -> PathBuf {
     let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
         .args(["replay", "--headless", "--speed", "1000", "--dir"])
-        .arg(&dst)
-        .arg(&src)
+        .arg(dst)
+        .arg(src)
         .output()
         .unwrap();
     assert!(
@@ -234,8 +245,16 @@ fn the_binary_plays_headless_into_a_named_directory() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let first = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(first.lines().next(), Some(dst.to_str().unwrap()));
+    let printed = String::from_utf8(out.stdout).unwrap();
+    PathBuf::from(printed.lines().next().expect("the path to open"))
+}
+
+#[test]
+fn the_binary_plays_headless_into_a_named_directory() {
+    let src = fixture_session("kimi-cli", "dmail_errors");
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("copy");
+    assert_eq!(replay_headless(&src, &dst), dst);
     let mut a = tree_json(&src);
     let mut b = tree_json(&dst);
     for v in [&mut a, &mut b] {
@@ -249,4 +268,29 @@ fn the_binary_plays_headless_into_a_named_directory() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--speed"));
+}
+
+/// kimi-cli ≤ 0.58 kept a session as files in the work dir's folder: the
+/// replay copies the family's files and names the main one to open.
+#[test]
+fn a_flat_session_replays_into_a_folder_and_opens_by_its_main_file() {
+    let src = every_session()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("v0_55_subagent_dmail"))
+        .expect("the flat fixture");
+    assert!(src.is_file());
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("folder");
+    let opened = replay_headless(&src, &dst);
+    assert_eq!(opened, dst.join(src.file_name().unwrap()));
+    assert_eq!(tree_json(&opened), tree_json(&src));
+    // Only the session's own files: the folder's other files stay behind.
+    let copied = std::fs::read_dir(&dst).unwrap().count();
+    let own = Session::load(&src)
+        .unwrap()
+        .agents
+        .iter()
+        .map(|a| a.family.files.len())
+        .sum::<usize>();
+    assert_eq!(copied, own);
 }

@@ -13,7 +13,7 @@ use ratatui::layout::{Position, Size};
 use ratatui::Terminal;
 use tempfile::TempDir;
 use worldline::denwa::{DMail, DenwaRenji, DenwaServer, ServerConfig};
-use worldline::kimi_writer::{Message, SessionWriter};
+use worldline::kimi_writer::{Json, Message, SessionWriter, ToolCall, ToolOutput};
 use worldline::model::{Marker, Role};
 use worldline::ui::app::{Action, App, Denwa, Effect, Live, Overlay};
 use worldline::ui::compose::{self, Note};
@@ -55,6 +55,18 @@ fn setup(live: bool) -> Setup {
     w.checkpoint().unwrap();
     w.message(&Message::assistant("working")).unwrap();
     w.message(&Message::assistant("still working")).unwrap();
+    serve(root, runtime, dir, w, live)
+}
+
+/// A Setup around a written session: its renji has 3 checkpoints and, when
+/// `live`, a DenwaServer in its own runtime dir.
+fn serve(
+    root: TempDir,
+    runtime: TempDir,
+    dir: PathBuf,
+    writer: SessionWriter,
+    live: bool,
+) -> Setup {
     let mut r = DenwaRenji::new();
     r.set_n_checkpoints(3);
     let renji = Arc::new(Mutex::new(r));
@@ -75,7 +87,7 @@ fn setup(live: bool) -> Setup {
         _runtime: runtime,
         _root: root,
         dir,
-        writer: w,
+        writer,
         renji,
         server,
     }
@@ -438,4 +450,138 @@ fn the_view_moves_to_the_new_world_line_when_the_revert_lands() {
     app.update(Live::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
     assert_eq!(app.selected().unwrap().line, new);
     assert!(app.cursor >= app.scroll);
+}
+
+/// A live session whose current world line, after ⚑1, writes a file, runs
+/// a failing command and tries an edit that fails; ⚑2 follows.
+fn setup_with_side_effects() -> Setup {
+    let root = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let dir = root.path().join("0a1b2c3d-0000-4000-8000-0000000e77ec");
+    let mut w = SessionWriter::create(&dir, true).unwrap();
+    w.system_prompt("You are a test agent.").unwrap();
+    w.checkpoint().unwrap();
+    w.message(&Message::user("make the tests pass")).unwrap();
+    w.checkpoint().unwrap();
+    let call = |id: &str, name: &str, args: &[(&str, &str)]| {
+        ToolCall::new(
+            id,
+            name,
+            &Json::obj(args.iter().map(|(k, v)| (*k, Json::str(*v)))),
+        )
+    };
+    let steps = [
+        (
+            call(
+                "w1",
+                "WriteFile",
+                &[("path", "src/lib.rs"), ("content", "pub fn f() {}\n")],
+            ),
+            ToolOutput::ok("File successfully overwritten.", ""),
+        ),
+        (
+            call("s1", "Shell", &[("command", "cargo test")]),
+            ToolOutput::error("Command failed with exit code: 101."),
+        ),
+        (
+            call("e1", "StrReplaceFile", &[("path", "src/main.rs")]),
+            ToolOutput::error("No replacements made."),
+        ),
+        (
+            call("r1", "ReadFile", &[("path", "Cargo.toml")]),
+            ToolOutput::ok("1 lines read", "[package]"),
+        ),
+    ];
+    for (c, result) in steps {
+        let id = c.id.clone();
+        w.message(&Message::assistant("working").with_tool_calls(vec![c]))
+            .unwrap();
+        w.message(&Message::tool_result(id.as_str(), &result))
+            .unwrap();
+    }
+    w.checkpoint().unwrap();
+    w.message(&Message::assistant("done, I think")).unwrap();
+    serve(root, runtime, dir, w, true)
+}
+
+/// Position on the only world line of the record that is checkpoint `c`.
+fn checkpoint_at(app: &App, c: i64) -> usize {
+    let s = session(app);
+    s.agents[0].family.lines[0]
+        .nodes
+        .iter()
+        .position(|&n| s.record(s.graph[n].owner).unwrap().checkpoint == Some(c))
+        .unwrap()
+}
+
+#[test]
+fn compose_lists_what_stays_on_disk_and_ctrl_o_puts_it_in_the_message() {
+    let mut s = setup_with_side_effects();
+    let mut app = app_on(&s.dir, 80, 24);
+    // Nothing happened after ⚑2: Ctrl-O says so and inserts nothing.
+    let at2 = checkpoint_at(&app, 2);
+    select_at(&mut app, 0, at2);
+    key(&mut app, KeyCode::Char('d'));
+    key_mod(&mut app, KeyCode::Char('o'), KeyModifiers::CONTROL);
+    assert_eq!(compose_of(&app).message(), "");
+    assert_eq!(
+        compose_of(&app).note,
+        Some(Note::Hint(compose::NOTHING_KEPT.into()))
+    );
+    key(&mut app, KeyCode::Esc);
+
+    let at1 = checkpoint_at(&app, 1);
+    select_at(&mut app, 0, at1);
+    key(&mut app, KeyCode::Char('d'));
+    let ses = session(&app);
+    let kept = compose_of(&app).kept(&ses).unwrap();
+    // The failed edit changed nothing; the failed command may have.
+    assert_eq!(
+        kept.summary(),
+        ["wrote src/lib.rs", "ran `cargo test` (failed)"]
+    );
+    let screen = render(&mut app);
+    assert!(screen.contains("stays on disk"), "{screen}");
+    assert!(screen.contains("· wrote src/lib.rs"), "{screen}");
+    insta::assert_snapshot!("compose_kept_80x24", screen);
+
+    type_text(&mut app, "Stop guessing. ");
+    key_mod(&mut app, KeyCode::Char('o'), KeyModifiers::CONTROL);
+    let message = compose_of(&app).message();
+    assert_eq!(
+        message,
+        "Stop guessing. \nAlready done on disk (going back does not undo it):\n- wrote src/lib.rs\n- ran `cargo test` (failed)"
+    );
+    assert_eq!(
+        compose_of(&app).note,
+        Some(Note::Hint(compose::INSERTED.into()))
+    );
+    insta::assert_snapshot!("compose_kept_inserted_120x40", {
+        app.size = Size::new(120, 40);
+        render(&mut app)
+    });
+
+    // Sent as written; the landing's detail lists the same changes.
+    ctrl_s(&mut app);
+    let d = s.renji.lock().unwrap().fetch_pending_dmail().unwrap();
+    assert_eq!(d.message, message);
+    s.writer
+        .revert_to_checkpoint(d.checkpoint_id, &d.message)
+        .unwrap();
+    app.update(Live::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
+    let landed = app.selected().unwrap();
+    let ses = session(&app);
+    let detail: Vec<String> =
+        worldline::ui::detail::lines(&ses, landed, None, &Theme { color: false })
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+    let at = detail
+        .iter()
+        .position(|l| l.contains("when this D-Mail arrived, these changes were already on disk:"))
+        .unwrap_or_else(|| panic!("{detail:#?}"));
+    assert_eq!(
+        detail[at + 1..at + 3],
+        ["   · wrote src/lib.rs", "   · ran `cargo test` (failed)"]
+    );
 }

@@ -542,3 +542,44 @@ fn only_input_reaches_a_popup() {
     press(&mut app, "j");
     assert_eq!(app.overlay, Overlay::None);
 }
+
+#[test]
+fn a_click_on_a_scrolled_picker_picks_the_row_drawn_there() {
+    let names = [
+        "dmail_twice",
+        "dmail_basic",
+        "dmail_errors",
+        "subagent",
+        "thinking_tools",
+        "with_clear",
+        "with_compact",
+    ];
+    let sessions: Vec<_> = names
+        .iter()
+        .map(|n| worldline::session::summarize(&fixture(n).dir, &Default::default()))
+        .collect();
+    let mut app = App::new(Theme { color: false }, false, Size::new(80, 8)).with_picker(sessions);
+    press(&mut app, "jjjjj");
+    let list = worldline::ui::geometry::picker_list_area(app.size);
+    let first = worldline::ui::picker::first_shown(5, list.height as usize);
+    assert!(first > 0, "the list is scrolled");
+    app.update(Action::Click(Position::new(3, list.y)));
+    assert_eq!(app.picker.as_ref().unwrap().sel, first);
+}
+
+#[test]
+fn app_and_view_do_not_import_each_other() {
+    let src = |f: &str| {
+        std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("src/ui")
+                .join(f),
+        )
+        .unwrap()
+    };
+    // Geometry is shared through ui/geometry.rs; drawing reads the app.
+    assert!(!src("app.rs").contains("super::view"));
+    assert!(!src("keys.rs").contains("super::view"));
+    // The key table is the only place keys are bound.
+    assert!(!src("app.rs").contains("KeyCode"));
+}

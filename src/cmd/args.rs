@@ -59,6 +59,10 @@ pub enum TreeFormat {
     Json,
     Dot,
     Mermaid,
+    /// One self-contained page: the map, then every world line's conversation
+    Html,
+    /// The world-line map as a picture
+    Svg,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -109,14 +113,15 @@ pub struct SendArgs {
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
     /// Write the demo session here instead of a fresh temporary directory
+    /// (either way it is kept, and its path printed on exit)
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Run only the agent; print the session directory on the first line
+    /// Run only the agent until its story ends; print the session directory
+    /// on the first line
     #[arg(long)]
     pub headless: bool,
-    /// Pace multiplier over a human-watchable base pace (about a record a
-    /// second at 1). The default, 2, shows the first D-Mail branch within
-    /// half a minute.
+    /// Pace multiplier. At the default, 2, the story takes about 2½ minutes
+    /// and the first D-Mail branch comes within the first minute.
     #[arg(long, default_value_t = 2.0)]
     pub speed: f64,
 }

@@ -2,17 +2,26 @@
 //! each fork under the session it was made from.
 
 use worldline::export::{format_time, human_size};
-use worldline::sources::lookup::{list as sessions, Locator};
-use worldline::text::sanitize_line;
+use worldline::sources::lookup::{list_checked, Locator};
+use worldline::text::{json_for_terminal, sanitize_line, sanitize_message};
 
 use super::args::ListArgs;
 use super::out;
 
 pub fn list(args: &ListArgs) -> anyhow::Result<()> {
     let loc = Locator::from_env();
-    let rows = sessions(&loc, args.all);
+    let (rows, warnings) = list_checked(&loc, args.all);
+    // Side files that could not be read are said, not silently dropped.
+    for w in &warnings {
+        eprintln!(
+            "worldline: warning: {}: {}",
+            sanitize_message(&w.file),
+            sanitize_message(&w.message)
+        );
+    }
     if args.json {
-        return out::print(&(serde_json::to_string_pretty(&rows)? + "\n"));
+        let doc = serde_json::to_string_pretty(&rows)?;
+        return out::print(&(json_for_terminal(doc) + "\n"));
     }
     if rows.is_empty() {
         let scope = if args.all {
@@ -21,7 +30,8 @@ pub fn list(args: &ListArgs) -> anyhow::Result<()> {
             loc.here()
         };
         eprintln!(
-            "no sessions under {scope}{}",
+            "no sessions under {}{}",
+            sanitize_message(&scope),
             if args.all { "" } else { " (try --all)" }
         );
         return Ok(());

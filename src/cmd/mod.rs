@@ -39,6 +39,14 @@ pub fn exit(result: anyhow::Result<ExitCode>) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) if e.downcast_ref::<Closed>().is_some() => ExitCode::SUCCESS,
+        // A library entry point that printed a line itself (`demo` and
+        // `replay` print their directory when headless) hit a closed stdout.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(err) => {
             // Errors embed paths and file contents: never raw to the terminal.
             let text = worldline::text::sanitize_message(&format!("{err:#}"));

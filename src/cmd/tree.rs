@@ -2,6 +2,7 @@
 
 use worldline::export::{self, json};
 use worldline::sources::lookup::{resolve, Locator};
+use worldline::text::json_for_terminal;
 use worldline::worldline::Session;
 
 use super::args::{TreeArgs, TreeFormat};
@@ -12,9 +13,14 @@ pub fn tree(args: &TreeArgs) -> anyhow::Result<()> {
     let s = Session::load(&path)?;
     let text = match args.format {
         TreeFormat::Text => export::text_tree(&s),
-        TreeFormat::Json => serde_json::to_string_pretty(&json::session_json(&s))? + "\n",
+        // JSON escapes only C0 controls; DEL, C1 and bidi controls too.
+        TreeFormat::Json => {
+            json_for_terminal(serde_json::to_string_pretty(&json::session_json(&s))?) + "\n"
+        }
         TreeFormat::Dot => export::dot(&s),
         TreeFormat::Mermaid => export::mermaid(&s),
+        TreeFormat::Html => export::html(&s),
+        TreeFormat::Svg => export::map_svg(&s, &export::SvgOptions::standalone()),
     };
     out::print(&text)
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 use worldline::live::{self, events_between, LiveEvent, LiveOptions};
 use worldline::sources::lookup::{resolve, Locator};
+use worldline::text::json_for_terminal;
 use worldline::worldline::Session;
 
 use super::args::WatchArgs;
@@ -44,9 +45,12 @@ pub fn watch(args: &WatchArgs) -> anyhow::Result<()> {
             }
             LiveEvent::Deleted => vec![json!({"event": "deleted"})],
             LiveEvent::Error(message) => vec![json!({"event": "error", "message": message})],
+            LiveEvent::Warning(message) => {
+                vec![json!({"event": "warning", "file": null, "line": null, "message": message})]
+            }
         };
         for l in &lines {
-            out::line(&mut stdout, &l.to_string())?;
+            out::line(&mut stdout, &json_for_terminal(l.to_string()))?;
         }
     }
     Ok(())

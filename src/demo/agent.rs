@@ -1,8 +1,10 @@
 //! `DemoAgent`: a scripted kimi-cli agent loop. Each `step()` call does one
 //! small piece of work (one "beat") and says how long to wait before the
 //! next, so a runner can pace it for people and tests can run it flat out.
+//! The script is finite: after its epilogue the agent only waits for a
+//! D-Mail, which sends it back into the story.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -14,11 +16,16 @@ use crate::kimi_writer::{
 };
 
 use super::clock::Clock;
+use super::react::{self, Disk};
 use super::rng::Rng;
 use super::script::{self, DMailId, Item, ItemKind, StepSpec, ToolSpec};
 use super::subagent::SubagentRun;
 
 const MAX_CONTEXT_TOKENS: u64 = 262_144;
+
+/// Seconds per unit of a beat's base pause at speed 1: the whole story takes
+/// about five minutes at speed 1, so two and a half at the default speed 2.
+const PACE: f64 = 2.6;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
@@ -99,15 +106,21 @@ pub struct DemoAgent {
     current_item: usize,
     /// Script index behind each checkpoint of the current world line.
     checkpoint_items: Vec<usize>,
-    fired: HashSet<DMailId>,
+    /// Lessons the current world line has learnt, with the checkpoint its
+    /// D-Mail landed after (a revert to it or before forgets the lesson).
+    known: Vec<(DMailId, i64)>,
     own_pending: Option<(DMailId, DMail)>,
-    reaction: Option<String>,
+    /// Steps taking up a user's D-Mail, run before the script goes on.
+    inject: VecDeque<StepSpec>,
+    /// Side effects so far; reverts never undo them.
+    disk: Disk,
     ops: VecDeque<Op>,
     step: Option<StepState>,
     in_turn: bool,
     step_no: i64,
     tokens: u64,
-    idle_turns: u64,
+    /// The epilogue was written; the agent waits for a D-Mail.
+    finished: bool,
     events: Vec<DemoEvent>,
 }
 
@@ -142,15 +155,16 @@ impl DemoAgent {
             cursor: 0,
             current_item: 0,
             checkpoint_items: Vec::new(),
-            fired: HashSet::new(),
+            known: Vec::new(),
             own_pending: None,
-            reaction: None,
+            inject: VecDeque::new(),
+            disk: Disk::default(),
             ops: VecDeque::new(),
             step: None,
             in_turn: false,
             step_no: 0,
             tokens: 0,
-            idle_turns: 0,
+            finished: false,
             events: Vec::new(),
         };
         let prompt = agent.system_prompt.clone();
@@ -171,13 +185,33 @@ impl DemoAgent {
         &self.events
     }
 
-    /// True once the scripted story is over and only filler turns remain.
-    pub fn script_done(&self) -> bool {
-        self.idle_turns > 0
+    /// True once the story has ended (its epilogue is written) and no D-Mail
+    /// has sent the agent back into it since.
+    pub fn finished(&self) -> bool {
+        self.finished && self.ops.is_empty()
+    }
+
+    /// World lines of the session so far: one more than the reverts.
+    pub fn world_lines(&self) -> usize {
+        1 + self
+            .events
+            .iter()
+            .filter(|e| matches!(e, DemoEvent::WorldLine { .. }))
+            .count()
     }
 
     /// Does one beat of work; returns the pause before the next at speed 1.
+    /// After the end a beat only looks for a D-Mail to act on.
     pub fn step(&mut self) -> Result<Duration, DemoError> {
+        if self.ops.is_empty() && self.finished {
+            let pending = lock(&self.renji).fetch_pending_dmail();
+            if let Some(dmail) = pending {
+                self.finished = false;
+                self.revert(dmail)?;
+                return Ok(Duration::from_millis(1500));
+            }
+            return Ok(Duration::from_millis(500));
+        }
         if self.ops.is_empty() {
             self.plan_next();
         }
@@ -195,12 +229,15 @@ impl DemoAgent {
             Op::Finish => self.finish()?,
         };
         let jitter = 0.7 + 0.6 * self.rng.unit();
-        Ok(Duration::from_secs_f64(base * jitter))
+        Ok(Duration::from_secs_f64(PACE * base * jitter))
+    }
+
+    fn knows(&self, id: DMailId) -> bool {
+        self.known.iter().any(|(k, _)| *k == id)
     }
 
     fn gate_open(&self, item: &Item) -> bool {
-        item.before.iter().all(|id| !self.fired.contains(id))
-            && item.after.iter().all(|id| self.fired.contains(id))
+        item.before.iter().all(|id| !self.knows(*id)) && item.after.iter().all(|id| self.knows(*id))
     }
 
     /// The newest checkpoint of this world line made at the labelled item.
@@ -211,14 +248,13 @@ impl DemoAgent {
     }
 
     fn plan_next(&mut self) {
-        loop {
-            if self.cursor >= self.script.len() {
-                self.script.extend(script::idle_turn(self.idle_turns));
-                self.idle_turns += 1;
-            }
+        if let Some(spec) = self.inject.pop_front() {
+            self.plan_step(spec, Vec::new());
+            return;
+        }
+        while let Some(item) = self.script.get(self.cursor).cloned() {
             let idx = self.cursor;
             self.cursor += 1;
-            let item = self.script[idx].clone();
             if !self.gate_open(&item) {
                 continue;
             }
@@ -247,38 +283,99 @@ impl DemoAgent {
                         continue; // its D-Mail target is not on this world line
                     }
                     self.current_item = idx;
-                    self.ops.push_back(Op::StepBegin);
-                    let think = match (self.reaction.take(), &spec.think) {
-                        (Some(m), t) => Some(reaction_think(&m, t.as_deref())),
-                        (None, t) => t.clone(),
+                    self.plan_step(spec, dmail_targets);
+                }
+                ItemKind::Epilogue => {
+                    self.current_item = idx;
+                    let spec = StepSpec {
+                        think: None,
+                        text: self.epilogue(),
+                        tools: Vec::new(),
                     };
-                    if let Some(t) = think {
-                        self.ops.push_back(Op::Think(t));
-                    }
-                    self.ops.push_back(Op::Text(spec.text.clone()));
-                    if !spec.tools.is_empty() {
-                        self.ops.push_back(Op::Calls);
-                    }
-                    if spec
-                        .tools
-                        .iter()
-                        .any(|t| matches!(t, ToolSpec::Subagent(_)))
-                    {
-                        self.ops.push_back(Op::Subagent);
-                    }
-                    self.ops.push_back(Op::Finish);
-                    self.step = Some(StepState {
-                        spec,
-                        parts: Vec::new(),
-                        calls: Vec::new(),
-                        dmail_targets,
-                        sub: None,
-                        tokens_in: 0,
-                    });
+                    self.plan_step(spec, Vec::new());
+                    self.finished = true;
                 }
             }
             return;
         }
+        // Past the end without an epilogue (a D-Mail to after it): close
+        // the turn and wait.
+        if self.in_turn {
+            self.ops.push_back(Op::TurnEnd);
+        }
+        self.finished = true;
+    }
+
+    fn plan_step(&mut self, spec: StepSpec, dmail_targets: Vec<Option<(DMailId, i64)>>) {
+        self.ops.push_back(Op::StepBegin);
+        if let Some(t) = &spec.think {
+            self.ops.push_back(Op::Think(t.clone()));
+        }
+        self.ops.push_back(Op::Text(spec.text.clone()));
+        if !spec.tools.is_empty() {
+            self.ops.push_back(Op::Calls);
+        }
+        if spec
+            .tools
+            .iter()
+            .any(|t| matches!(t, ToolSpec::Subagent(_)))
+        {
+            self.ops.push_back(Op::Subagent);
+        }
+        self.ops.push_back(Op::Finish);
+        self.step = Some(StepState {
+            spec,
+            parts: Vec::new(),
+            calls: Vec::new(),
+            dmail_targets,
+            sub: None,
+            tokens_in: 0,
+        });
+    }
+
+    /// The agent's closing words: what each world line of this session was.
+    fn epilogue(&self) -> String {
+        let made: Vec<(i64, bool)> = self
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                DemoEvent::WorldLine {
+                    checkpoint_id, own, ..
+                } => Some((*checkpoint_id, *own)),
+                _ => None,
+            })
+            .collect();
+        let by = |own: bool| if own { "my own D-Mail" } else { "your D-Mail" };
+        let n = made.len() + 1;
+        let names: Vec<String> = (0..n).map(crate::worldline::names::line_name).collect();
+        // The ending and the keys come first: a small screen shows the top.
+        let mut out = format!(
+            "Done: README.md now shows `--header` and `--skip-blank`. That is the end of \
+             the demo: {n} world line{} ({}).\n\n\
+             Try: h/l to walk the world lines, ]/[ to jump between their forks, m for the \
+             map; d on a step sends your own D-Mail back to its checkpoint, and I wake up \
+             and follow it. Files I changed stay changed: a D-Mail rewinds only the \
+             conversation. q quits; the session stays on disk.\n\n",
+            if n == 1 { "" } else { "s" },
+            names.join(" ")
+        );
+        for (i, name) in names.iter().enumerate() {
+            let file = if i == made.len() {
+                "context.jsonl".to_string()
+            } else {
+                format!("context_{}.jsonl", i + 1)
+            };
+            let began = match i.checked_sub(1).map(|k| made[k]) {
+                None => "the first attempt".to_string(),
+                Some((c, own)) => format!("began with {} to checkpoint {c}", by(own)),
+            };
+            let ended = match made.get(i) {
+                Some(&(c, own)) => format!("left behind by {} to checkpoint {c}", by(own)),
+                None => "the current one, where the work is done".to_string(),
+            };
+            out.push_str(&format!("- {name} ({file}): {began}; {ended}.\n"));
+        }
+        out.trim_end().to_string()
     }
 
     /// A timestamp for the next wire event; the wire keeps them increasing.
@@ -442,7 +539,10 @@ impl DemoAgent {
 
     fn run_tool(&mut self, step: &StepState, i: usize) -> ToolOutput {
         match &step.spec.tools[i] {
-            ToolSpec::Call { result, .. } => result.clone(),
+            ToolSpec::Call { name, args, result } => {
+                self.note_disk(name, args);
+                result.clone()
+            }
             ToolSpec::Subagent(_) => ToolOutput::ok(
                 "",
                 step.sub
@@ -475,6 +575,33 @@ impl DemoAgent {
         }
     }
 
+    /// Remembers the story's two fixes once they are made: no revert
+    /// undoes them, and later test runs say so.
+    fn note_disk(&mut self, name: &str, args: &Json) {
+        if name != "StrReplaceFile" {
+            return;
+        }
+        let field = |j: &'_ Json, k: &str| -> Option<Json> {
+            match j {
+                Json::Object(pairs) => pairs.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()),
+                _ => None,
+            }
+        };
+        let (Some(Json::Str(path)), Some(Json::Str(new))) = (
+            field(args, "path"),
+            field(args, "edit").and_then(|e| field(&e, "new")),
+        ) else {
+            return;
+        };
+        match path.as_str() {
+            "tally/parse.py" if new.contains("next(reader, None)\n        rows = list(reader)") => {
+                self.disk.parse_fixed = true;
+            }
+            "tally/cli.py" if new.contains("skip_header=args.header") => self.disk.cli_fixed = true,
+            _ => {}
+        }
+    }
+
     fn finish(&mut self) -> Result<f64, DemoError> {
         let Some(step) = self.step.take() else {
             return Ok(0.1);
@@ -497,7 +624,11 @@ impl DemoAgent {
         let assistant = Message::assistant(step.parts.clone()).with_tool_calls(step.calls.clone());
         self.context.message(&assistant)?;
         self.tokens = step.tokens_in + output;
-        self.context.usage(self.tokens)?;
+        // The epilogue stays the last record, so a viewer following the
+        // head shows it (kimi-cli writes this count; a reader recomputes).
+        if !(self.finished && step.calls.is_empty()) {
+            self.context.usage(self.tokens)?;
+        }
         for (call, result) in step.calls.iter().zip(&results) {
             self.context
                 .message(&Message::tool_result(call.id.as_str(), result))?;
@@ -538,15 +669,27 @@ impl DemoAgent {
         let rotation = self.context.revert_to_checkpoint(c, &dmail.message)?;
         self.checkpoint_items.truncate(c as usize);
         self.checkpoint_items.push(resume);
+        // Lessons whose D-Mail landed at or after ⚑c are gone with their line.
+        self.known.retain(|&(_, at)| at < c);
         // Close the window in which a client could aim at a vanished checkpoint.
         lock(&self.renji).set_n_checkpoints(self.context.n_checkpoints());
         self.tokens = self.context.token_count().max(3000) + (dmail.message.len() / 4) as u64 + 60;
+        self.step = None;
+        self.inject.clear();
         match own {
-            Some(id) => {
-                self.fired.insert(id);
+            Some(id) => self.known.push((id, c)),
+            None => {
+                // A lesson counts only while the path it opens is still ahead.
+                for id in react::lessons_in(&dmail.message) {
+                    let ahead = self.script[resume..].iter().any(|i| i.after.contains(&id));
+                    if ahead && !self.knows(id) {
+                        self.known.push((id, c));
+                    }
+                }
+                self.inject = react::reaction(&dmail.message, self.disk).into();
             }
-            None => self.reaction = Some(dmail.message.clone()),
         }
+        self.finished = false;
         self.ops.clear();
         self.cursor = resume;
         self.in_turn = true;
@@ -558,18 +701,6 @@ impl DemoAgent {
         });
         Ok(())
     }
-}
-
-fn reaction_think(message: &str, planned: Option<&str>) -> String {
-    let mut t = format!(
-        "A D-Mail from my future self: \"{}\". Whatever it says has likely happened already in the working directory; I'll take it into account and carry on from here.",
-        message.trim()
-    );
-    if let Some(p) = planned {
-        t.push(' ');
-        t.push_str(p);
-    }
-    t
 }
 
 fn system_prompt(work_dir: &Path) -> String {

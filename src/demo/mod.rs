@@ -3,6 +3,7 @@
 
 mod agent;
 mod clock;
+pub mod react;
 pub mod rng;
 mod run;
 pub mod script;
@@ -10,4 +11,4 @@ mod subagent;
 
 pub use agent::{DemoAgent, DemoConfig, DemoError, DemoEvent};
 pub use clock::{Clock, FakeClock, SystemClock};
-pub use run::{run, run_agent, DemoOptions};
+pub use run::{farewell, run, run_agent, AtEnd, DemoOptions};

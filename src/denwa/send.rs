@@ -46,10 +46,12 @@ pub fn send_command(args: &SendOptions) -> anyhow::Result<ExitCode> {
     if args.status {
         return Ok(match client.status() {
             Ok(st) => {
-                print!(
-                    "{}",
-                    status_text(&hello.session, &hello.agent, &hello.server, &st)
-                );
+                say(&status_text(
+                    &hello.session,
+                    &hello.agent,
+                    &hello.server,
+                    &st,
+                ));
                 ExitCode::SUCCESS
             }
             Err(e) => fail(UNREACHABLE, &e.to_string()),
@@ -79,10 +81,10 @@ pub fn send_command(args: &SendOptions) -> anyhow::Result<ExitCode> {
     }
     Ok(match client.send_dmail(&message, checkpoint) {
         Ok(Ok(())) => {
-            println!(
+            say(&format!(
                 "D-Mail accepted: pending for checkpoint {checkpoint}; \
-                 the agent applies it at the end of its current step"
-            );
+                 the agent applies it at the end of its current step\n"
+            ));
             ExitCode::SUCCESS
         }
         Ok(Err(reason)) => fail(
@@ -124,6 +126,15 @@ fn connect(path: &Path) -> Result<DenwaClient, DenwaError> {
 }
 
 /// Every message may carry a server's words or a path: sanitised.
+/// Prints to stdout. A closed stdout is the reader's choice: the exit code
+/// still says what happened (the command layer's policy, kept here because
+/// `send` reports its own outcome).
+fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 fn fail(code: u8, message: &str) -> ExitCode {
     eprintln!("worldline: {}", sanitize_message(message));
     ExitCode::from(code)

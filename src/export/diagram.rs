@@ -126,7 +126,8 @@ fn link_label(l: &SessionLink) -> Vec<String> {
     vec![format!("/{} · {} records", l.kind.as_str(), l.records)]
 }
 
-/// The source session feeds the first world line; forks leave the current.
+/// The source session feeds the first world line; a fork leaves the world
+/// line it copied.
 fn lineage_items(s: &Session, out: &mut Vec<Item>) {
     let session = |id: &str| vec!["session".to_string(), sanitize_line(id, 40)];
     if let Some(src) = &s.forked_from {
@@ -143,15 +144,15 @@ fn lineage_items(s: &Session, out: &mut Vec<Item>) {
             tooltip: format!("copied from session {}", sanitize_line(&src.session, 60)),
         });
     }
-    let current = s.main().lines.len().saturating_sub(1);
     for (k, f) in s.forks.iter().enumerate() {
         let id = format!("fork{k}");
         out.push(Item::Session {
             id: id.clone(),
             label: session(&f.session),
         });
+        let line = s.fork_point(f).map_or(0, |r| r.line);
         out.push(Item::Edge {
-            from: line_id(0, current),
+            from: line_id(0, line),
             to: id,
             label: link_label(f),
             style: Style::Lineage,
@@ -425,7 +426,7 @@ pub fn mermaid(s: &Session) -> String {
     for item in items(s, &story) {
         let _ = match item {
             Item::GroupStart { id, label } => {
-                writeln!(out, "  subgraph {id}[\"{}\"]", mm_label(&label))
+                writeln!(out, "  subgraph {id} [\"{}\"]", mm_label(&label))
             }
             Item::GroupEnd => writeln!(out, "  end"),
             Item::Line {

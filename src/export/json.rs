@@ -51,13 +51,15 @@ pub fn session_json(s: &Session) -> Value {
 }
 
 /// One session made from another: the other session, the records the copy
-/// shares with its source's main world line, and `fork` or `undo`; for a
-/// Kimi Code `/fork`, `line`: the last source wire line it copied.
+/// shares with its source's main world line, `fork` or `undo`, and the
+/// source's world line (file) the copy was taken from; for a Kimi Code
+/// `/fork`, `line`: the last source wire line it copied.
 pub fn link_json(l: &SessionLink) -> Value {
     let mut v = json!({
         "session": l.session,
         "records": l.records,
         "kind": l.kind.as_str(),
+        "file": l.source_file,
     });
     if let Some(line) = l.line {
         v["line"] = json!(line);
@@ -162,5 +164,6 @@ fn attempt_json(f: &Family, a: &DMailAttempt) -> Value {
         "accepted": a.accepted,
         "error": a.error,
         "caused": a.caused.and_then(|i| f.lines.get(i)).map(|l| l.file.clone()),
+        "arguments_error": a.arguments_error,
     })
 }

@@ -1,13 +1,19 @@
 //! Printing a rebuilt session: a readable tree, the JSON contract, Graphviz
-//! dot and a Mermaid diagram (`cmd/tree.rs` picks one and prints it).
+//! dot and Mermaid diagrams, the SVG map and the one-file HTML report, all
+//! in the words of `story` (`cmd/tree.rs` picks one and prints it).
 
 mod diagram;
+pub mod html;
 pub mod json;
+mod markup;
 mod plain;
 pub mod story;
+pub mod svg;
 
 pub use diagram::{dot, mermaid};
+pub use html::html;
 pub use plain::{fork_label, text_tree};
+pub use svg::{map_svg, SvgOptions};
 
 /// Local time is not known without a tz database; times print in UTC.
 pub fn format_time(unix: f64) -> String {
@@ -20,6 +26,12 @@ pub fn format_time(unix: f64) -> String {
         rem / 3600,
         rem % 3600 / 60
     )
+}
+
+/// `HH:MM:SS` of a Unix time, in UTC.
+pub fn format_clock(unix: f64) -> String {
+    let s = (unix.max(0.0) as i64).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}", s / 3600, s % 3600 / 60, s % 60)
 }
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (H. Hinnant's method).

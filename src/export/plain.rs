@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::text::sanitize_line;
+use crate::text::{sanitize_line, sanitize_message, sanitize_path};
 use crate::worldline::{Agent, Family, ForkKind, Session, SessionLink, Tool};
 
 /// Where the session came from and what was made from it.
@@ -54,12 +54,9 @@ pub fn text_tree(s: &Session) -> String {
         .as_deref()
         .map(|t| format!("  \"{}\"", sanitize_line(t, 60)))
         .unwrap_or_default();
-    let _ = writeln!(out, "session {}{}", s.id, title);
-    let _ = writeln!(
-        out,
-        "  {}",
-        sanitize_line(&s.dir.display().to_string(), 400)
-    );
+    // Directory and file names come from whoever made the session: escaped.
+    let _ = writeln!(out, "session {}{}", sanitize_message(&s.id), title);
+    let _ = writeln!(out, "  {}", sanitize_path(&s.dir));
     if s.tool != Tool::KimiCli {
         let _ = writeln!(out, "  written by {}", s.tool.as_str());
     }
@@ -170,7 +167,7 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
     };
     let mut row = format!(
         "{prefix}{branch}● {}{}  {} records",
-        l.file,
+        sanitize_message(&l.file),
         if l.current { " (current)" } else { "" },
         file.records.len(),
     );
@@ -237,7 +234,7 @@ pub fn fork_label(f: &Family, i: usize) -> String {
                     s,
                     " (sent by call {} in {})",
                     sanitize_line(&snd.tool_call_id, 30),
-                    f.lines[snd.call.line].file
+                    sanitize_message(&f.lines[snd.call.line].file)
                 );
             }
             None => s.push_str(" (sent from outside the agent)"),
@@ -245,7 +242,7 @@ pub fn fork_label(f: &Family, i: usize) -> String {
     }
     if fk.origin.is_some() && fk.origin != l.parent {
         if let Some(p) = l.parent {
-            let _ = write!(s, " [after {}]", f.lines[p].file);
+            let _ = write!(s, " [after {}]", sanitize_message(&f.lines[p].file));
         }
     }
     s
@@ -262,17 +259,21 @@ fn attempts(out: &mut String, f: &Family, indent: &str) {
     }
     let _ = writeln!(out, "{indent}D-Mails that did not fork:");
     for a in refused {
-        let why = match (&a.accepted, &a.error) {
-            (None, _) => "no result yet".to_string(),
-            (_, Some(e)) => sanitize_line(e, 80),
+        let why = match (&a.accepted, &a.error, &a.arguments_error) {
+            (_, _, Some(e)) => format!("unreadable arguments: {e}"),
+            (None, _, _) => "no result yet".to_string(),
+            (_, Some(e), _) => sanitize_line(e, 80),
             _ => "refused".to_string(),
+        };
+        let checkpoint = match a.arguments_error {
+            Some(_) => "?".to_string(),
+            None => a.checkpoint_id.to_string(),
         };
         let _ = writeln!(
             out,
-            "{indent}  ✗ {} call {} → checkpoint {}: {} \"{}\"",
-            f.lines[a.call.line].file,
+            "{indent}  ✗ {} call {} → checkpoint {checkpoint}: {} \"{}\"",
+            sanitize_message(&f.lines[a.call.line].file),
             sanitize_line(&a.tool_call_id, 30),
-            a.checkpoint_id,
             why,
             sanitize_line(&a.message, 50)
         );

@@ -6,7 +6,7 @@
 //! syntax for it.
 
 use crate::model::RecordMeta;
-use crate::ui::theme::line_name;
+use crate::worldline::names::{colour_slot, line_name};
 use crate::worldline::{Agent, Family, ForkKind, RecordRef, Session};
 
 /// World-line colours in the TUI's order (cyan, magenta, yellow, green,
@@ -20,7 +20,7 @@ pub const DMAIL_COLOUR: &str = "#d08700";
 pub const ERROR_COLOUR: &str = "#d0342c";
 
 pub fn line_colour(i: usize) -> &'static str {
-    LINE_COLOURS[i % LINE_COLOURS.len()]
+    LINE_COLOURS[colour_slot(i, LINE_COLOURS.len())]
 }
 
 #[derive(Debug, Clone, PartialEq)]

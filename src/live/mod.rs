@@ -52,6 +52,9 @@ pub enum LiveEvent {
     Deleted,
     /// Something went wrong reading; following goes on.
     Error(String),
+    /// Following goes on, less well (native notifications fell back to
+    /// polling).
+    Warning(String),
 }
 
 /// Stops the follower thread when dropped.
@@ -182,6 +185,13 @@ impl Follower {
             let deleted_now = self.read();
             self.polling
                 .store(!self.watcher.is_native(), Ordering::Relaxed);
+            if let Some(why) = self.watcher.take_fallback() {
+                let ms = self.opts.poll_interval.as_millis();
+                let msg = format!("{why}; following by polling every {ms} ms");
+                if self.tx.send(LiveEvent::Warning(msg)).is_err() {
+                    return;
+                }
+            }
             match deleted_now {
                 Some(true) if !deleted => {
                     deleted = true;

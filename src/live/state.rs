@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::model::shared_prefix;
 use crate::read::{FileId, Follow, Sink, Tail, TailChange};
 use crate::sources::kimi_cli::layout::{self, AgentSpec, Layout, MetaSource};
-use crate::sources::kimi_cli::{is_session, lineage, meta};
+use crate::sources::kimi_cli::{lineage, meta};
 use crate::sources::{AgentParts, Lineage, SessionParts, SubagentMeta, WireLog};
 use crate::worldline::Session;
 
@@ -333,6 +333,8 @@ impl AgentState {
                 .map(|w| w.sink().log.clone()),
             meta: self.meta.as_ref().map(|(_, m)| m.clone()),
             link: self.spec.link.clone(),
+            // Live problems arrive as follower errors instead.
+            warnings: Vec::new(),
             ..AgentParts::default()
         }
     }
@@ -347,6 +349,8 @@ pub struct SessionState {
     title: Option<Stamp>,
     /// `state.json`'s title, read again only when its stamp changes.
     title_text: Option<String>,
+    /// Why `state.json` could not be read (a FIFO, a device, too big).
+    title_problem: Option<String>,
     /// Directories a native watcher should cover.
     dirs: Vec<PathBuf>,
     siblings: Siblings,
@@ -354,44 +358,56 @@ pub struct SessionState {
     lineage: Option<Lineage>,
 }
 
-/// What the work-dir folder looked like: a new session (a `/fork` of this
-/// one) or a sibling's `state.json` changing means lineage is looked up
-/// again. Only siblings without a settled title of their own are stamped.
+/// What the work-dir folder looked like. A new session there (kimi-cli's
+/// `fork_session` makes the directory, copies the context, then writes
+/// `state.json` with the title) means lineage is looked up again, and so
+/// does the title arriving in a young sibling. Siblings older than
+/// [`YOUNG`] are not stamped: they are not being written by a fork.
 #[derive(Debug, Default)]
 struct Siblings {
     folder: Option<Stamp>,
-    watched: Vec<(PathBuf, Option<Stamp>)>,
+    /// Young siblings and their `state.json` stamp, until `YOUNG` passed.
+    watched: Vec<(PathBuf, Option<Stamp>, Instant)>,
 }
+
+/// How long after it appeared a sibling may still get its title.
+const YOUNG: Duration = Duration::from_secs(30);
 
 impl Siblings {
     /// `true` when something lineage depends on changed.
-    fn refresh(&mut self, layout: &Layout) -> bool {
+    fn refresh(&mut self, layout: &Layout, now: Instant) -> bool {
         let Layout::Dir { dir } = layout else {
             return false;
         };
         let Some(folder) = dir.parent() else {
             return false;
         };
-        let now = stamp(folder);
+        let stamp_now = stamp(folder);
         let mut changed = false;
-        if now != self.folder {
-            self.folder = now;
+        if stamp_now != self.folder {
+            self.folder = stamp_now;
             changed = true;
-            self.watched = std::fs::read_dir(folder)
+            let young = |p: &Path| {
+                std::fs::metadata(p)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| SystemTime::now().duration_since(t).ok())
+                    .is_none_or(|age| age < YOUNG)
+            };
+            let known: Vec<PathBuf> = self.watched.iter().map(|w| w.0.clone()).collect();
+            let fresh: Vec<PathBuf> = std::fs::read_dir(folder)
                 .map(|r| {
                     r.flatten()
                         .map(|e| e.path())
-                        .filter(|p| p != dir && p.is_dir() && is_session(p))
-                        .filter(|p| {
-                            meta::title(&p.join(layout::STATE))
-                                .is_none_or(|t| lineage::parse_title(&t).is_some())
-                        })
-                        .map(|p| (p, None))
+                        .filter(|p| p != dir && p.is_dir() && !known.contains(p) && young(p))
                         .collect()
                 })
                 .unwrap_or_default();
+            self.watched
+                .extend(fresh.into_iter().map(|p| (p, None, now)));
         }
-        for (p, old) in &mut self.watched {
+        self.watched.retain(|w| now.duration_since(w.2) < YOUNG);
+        for (p, old, _) in &mut self.watched {
             let s = stamp(&p.join(layout::STATE));
             if s != *old {
                 *old = s;
@@ -410,6 +426,7 @@ impl SessionState {
             subs: BTreeMap::new(),
             title: None,
             title_text: None,
+            title_problem: None,
             dirs: vec![layout.folder().to_path_buf()],
             siblings: Siblings::default(),
             lineage: None,
@@ -466,14 +483,19 @@ impl SessionState {
         let title = state.as_deref().and_then(stamp);
         if title != self.title {
             self.title = title;
-            self.title_text = state.as_deref().and_then(meta::title);
+            (self.title_text, self.title_problem) =
+                state.as_deref().map_or((None, None), meta::title_checked);
             self.lineage = None;
             changed = true;
         }
-        if self.siblings.refresh(&self.layout) {
+        if self.siblings.refresh(&self.layout, now) {
             self.lineage = None;
             changed = true;
         }
+        // A young sibling may be a fork still being written: watch it until
+        // its title is there.
+        self.dirs
+            .extend(self.siblings.watched.iter().map(|w| w.0.clone()));
         Refresh {
             changed,
             deleted: false,
@@ -491,7 +513,14 @@ impl SessionState {
     /// Rebuilds the session from what was read; `None` while the main agent
     /// has no context file yet.
     pub fn snapshot(&mut self) -> Option<Session> {
-        let main = self.main.agent_parts();
+        let mut main = self.main.agent_parts();
+        if let Some(why) = &self.title_problem {
+            main.warnings.push(crate::model::Warning {
+                file: layout::STATE.to_string(),
+                line: 0,
+                message: why.clone(),
+            });
+        }
         if main.files.is_empty() {
             return None;
         }

@@ -15,7 +15,12 @@
 //!   world line's copied prefix is not repeated: its records start at its
 //!   `shared_records`.
 //! - `subagent`: a new subagent, or a change of its status or parent call.
-//! - `warning`: a new warning (`file`, `line`, `message`).
+//! - `world_line_removed`: a world line's file is gone (`agent`, `file`);
+//!   `subagent_removed`: a whole subagent is (`agent_id`), after a
+//!   `world_line_removed` for each of its world lines.
+//! - `warning`: a new warning (`file`, `line`, `message`); `file` and
+//!   `line` are null for one about following itself (notifications fell
+//!   back to polling).
 //! - `fork`: a session made from this one by `/fork` or `/undo` appeared
 //!   (`session`, `records`, `kind`, as in `tree --format json`'s `forks`);
 //!   `forked_from`: this session's source was found (same fields).
@@ -121,6 +126,32 @@ pub fn events_between(prev: Option<&Session>, next: &Session) -> Vec<Value> {
             }
             let from = if appended { old_recs.len() } else { 0 };
             record_events(&label, f, i, from.max(line.shared), &mut out);
+        }
+        // A context file deleted (or replaced by something unreadable). By
+        // name: a rotation renames files but never takes a name away.
+        if let Some(b) = before {
+            for ol in &b.family.lines {
+                if f.line_by_file(&ol.file).is_none() {
+                    out.push(
+                        json!({"event": "world_line_removed", "agent": label, "file": ol.file}),
+                    );
+                }
+            }
+        }
+    }
+    if let Some(p) = prev {
+        for b in p
+            .agents
+            .iter()
+            .filter(|b| !next.agents.iter().any(|a| a.dir == b.dir))
+        {
+            let label = agent_label(b);
+            for ol in &b.family.lines {
+                out.push(json!({"event": "world_line_removed", "agent": label, "file": ol.file}));
+            }
+            if b.meta.is_some() {
+                out.push(json!({"event": "subagent_removed", "agent_id": label}));
+            }
         }
     }
     let old_forks = prev.map(|p| p.forks.as_slice()).unwrap_or(&[]);

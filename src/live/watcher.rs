@@ -24,14 +24,16 @@ pub enum Watcher {
         watcher: notify::RecommendedWatcher,
         watched: HashSet<PathBuf>,
     },
-    Poll,
+    /// Polling; `Some(reason)` until told, when native notifications were
+    /// wanted but failed.
+    Poll(Option<String>),
 }
 
 impl Watcher {
     /// A native watcher unless `poll`, or unless it cannot start.
     pub fn start(poll: bool, wake: &Sender<Wake>) -> Watcher {
         if poll {
-            return Watcher::Poll;
+            return Watcher::Poll(None);
         }
         let tx = wake.clone();
         match notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
@@ -49,12 +51,22 @@ impl Watcher {
                 watcher,
                 watched: HashSet::new(),
             },
-            Err(_) => Watcher::Poll,
+            Err(e) => Watcher::Poll(Some(format!(
+                "native file notifications could not start ({e})"
+            ))),
         }
     }
 
     pub fn is_native(&self) -> bool {
         matches!(self, Watcher::Native { .. })
+    }
+
+    /// Why native notifications were given up for polling, once.
+    pub fn take_fallback(&mut self) -> Option<String> {
+        match self {
+            Watcher::Poll(why) => why.take(),
+            Watcher::Native { .. } => None,
+        }
     }
 
     /// Watches exactly `dirs`. Returns true when a new directory is watched
@@ -83,8 +95,11 @@ impl Watcher {
                 }
                 // Gone already: the next listing will not name it.
                 Err(_) if !d.is_dir() => {}
-                Err(_) => {
-                    *self = Watcher::Poll;
+                Err(e) => {
+                    *self = Watcher::Poll(Some(format!(
+                        "native file notifications failed on {} ({e})",
+                        crate::text::sanitize_path(d)
+                    )));
                     return true;
                 }
             }

@@ -3,7 +3,59 @@
 //! `{"role":"_checkpoint","id":0}` are the same record.
 
 use memchr::memchr2;
+use serde_json::Value;
 use xxhash_rust::xxh3::Xxh3;
+
+/// Two lines whose text differs but which kimi-cli's Python would read as
+/// the same record: parsed (a repeated key keeps its last value, as
+/// `json.loads` does) and compared as Python compares (key order does not
+/// matter, `1 == 1.0 == True`). `false` when either is not JSON.
+pub fn same_parsed(a: &[u8], b: &[u8]) -> bool {
+    match (
+        super::lenient::parse_value(a),
+        super::lenient::parse_value(b),
+    ) {
+        (Ok(x), Ok(y)) => py_eq(&x, &y),
+        _ => false,
+    }
+}
+
+fn py_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| py_eq(v, w)))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| py_eq(v, w))
+        }
+        (Value::Number(_) | Value::Bool(_), Value::Number(_) | Value::Bool(_)) => {
+            match (as_int(a), as_int(b)) {
+                (Some(x), Some(y)) => x == y,
+                _ => as_f64(a).is_some_and(|x| as_f64(b) == Some(x)),
+            }
+        }
+        _ => a == b,
+    }
+}
+
+fn as_int(v: &Value) -> Option<i128> {
+    match v {
+        Value::Bool(b) => Some(i128::from(*b)),
+        Value::Number(n) => n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from)),
+        _ => None,
+    }
+}
+
+fn as_f64(v: &Value) -> Option<f64> {
+    match v {
+        Value::Bool(b) => Some(f64::from(u8::from(*b))),
+        Value::Number(n) => n.as_f64(),
+        _ => None,
+    }
+}
 
 pub fn canonical_hash(line: &[u8]) -> u64 {
     let mut hasher = Xxh3::new();
@@ -118,6 +170,25 @@ mod tests {
         // An unterminated string or a trailing backslash must not panic.
         canonical_hash(br#"{"a":"\"#);
         canonical_hash(br#"{"a":"abc"#);
+    }
+
+    #[test]
+    fn parsed_like_python() {
+        assert!(same_parsed(
+            br#"{"role":"_checkpoint","id":0,"id":0}"#,
+            br#"{"role": "_checkpoint", "id": 0}"#
+        ));
+        assert!(same_parsed(
+            br#"{"a":1,"b":2,"a":3}"#,
+            br#"{"b":2.0,"a":3}"#
+        ));
+        assert!(same_parsed(
+            br#"{"a":"\u00e9"}"#,
+            "{\"a\":\"é\"}".as_bytes()
+        ));
+        assert!(!same_parsed(br#"{"a":1,"a":2}"#, br#"{"a":1}"#));
+        assert!(!same_parsed(br#"{"a":"1"}"#, br#"{"a":1}"#));
+        assert!(!same_parsed(b"nope", b"nope"));
     }
 
     proptest::proptest! {

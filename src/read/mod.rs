@@ -418,6 +418,33 @@ fn index_range(file: &File, path: &Path, name: &str, start: u64, end: u64) -> Re
     Ok(ix)
 }
 
+/// Lines longer than this are not compared by value (see
+/// [`same_record_on_disk`]): a shared record kimi-cli rewrote is a short one.
+const VALUE_COMPARE_MAX: u32 = 1 << 20;
+
+/// Record `i` of `a` and record `j` of `b` differ in text (their hashes) but
+/// may be the same record as kimi-cli's Python reads them: a repeated key,
+/// another spelling of a string or number. Reads both lines from disk and
+/// compares the parsed values; `false` when a line cannot be read, has
+/// changed on disk since it was indexed, or is over 1 MiB.
+pub fn same_record_on_disk(a: &FileIndex, i: usize, b: &FileIndex, j: usize) -> bool {
+    let (Some(ra), Some(rb)) = (a.records.get(i), b.records.get(j)) else {
+        return false;
+    };
+    if ra.role != rb.role || ra.len > VALUE_COMPARE_MAX || rb.len > VALUE_COMPARE_MAX {
+        return false;
+    }
+    let read = |f: &FileIndex, r: &RecordMeta| {
+        load_line(&f.path, r)
+            .ok()
+            .filter(|l| canonical_hash(l) == r.hash)
+    };
+    match (read(a, ra), read(b, rb)) {
+        (Some(x), Some(y)) => hash::same_parsed(&x, &y),
+        _ => false,
+    }
+}
+
 /// Reads one record's line from disk.
 pub fn load_line(path: &Path, meta: &RecordMeta) -> Result<Vec<u8>> {
     load_line_head(path, meta, usize::MAX)

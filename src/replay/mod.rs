@@ -3,7 +3,9 @@
 //! fresh temporary directory (or one the user names), write by write as
 //! kimi-cli made them, paced by the session's wire times (or evenly without
 //! them), and the TUI follows that copy through the ordinary live machinery.
-//! Once played, the copy opens exactly as the original does.
+//! Once played, the copy opens exactly as the original does. Flat sessions
+//! (kimi-cli ≤ 0.58: files in the work dir's folder) replay into a folder
+//! of their own, opened by their main file.
 
 pub mod plan;
 
@@ -18,7 +20,7 @@ pub use plan::{Event, Op, Plan, EVEN_STEP};
 
 use crate::error::{Error, Result};
 
-/// Plain option values (the library never sees clap).
+/// Plain option values (the library never sees the command line).
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
     /// Wall-clock speed-up over the session's own pace.
@@ -72,12 +74,22 @@ impl Player {
         self.next >= self.plan.events.len()
     }
 
-    /// Writes at once everything up to the main `context.jsonl`'s creation,
-    /// so the copy is a session directory the TUI can open.
+    /// What the TUI opens: the replay directory, or a flat session's main
+    /// file in it.
+    pub fn session_path(&self) -> PathBuf {
+        if self.plan.open.as_os_str().is_empty() {
+            self.dst.clone()
+        } else {
+            self.dst.join(&self.plan.open)
+        }
+    }
+
+    /// Writes at once everything up to the main agent's first context file
+    /// (the first file a plan creates), so the copy is a session the TUI can
+    /// open.
     pub fn start(&mut self) -> Result<()> {
-        let first = Path::new("context.jsonl");
         while let Some(e) = self.plan.events.get(self.next) {
-            let opens = matches!(&e.op, Op::Create(p) if p == first);
+            let opens = matches!(&e.op, Op::Create(_));
             self.step()?;
             if opens {
                 break;
@@ -189,8 +201,14 @@ impl Target {
                     .prefix("worldline-replay-")
                     .tempdir()
                     .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-                let name = src
-                    .file_name()
+                // Named like the original (a flat session: like its folder).
+                let named = if src.is_dir() {
+                    Some(src)
+                } else {
+                    src.parent()
+                };
+                let name = named
+                    .and_then(Path::file_name)
                     .map(PathBuf::from)
                     .unwrap_or("session".into());
                 let path = tmp.path().join(name);
@@ -243,15 +261,16 @@ pub fn run(
     player.start()?;
     if headless {
         let mut out = std::io::stdout().lock();
-        writeln!(out, "{}", target.path().display())?;
+        writeln!(out, "{}", player.session_path().display())?;
         out.flush()?;
         drop(out);
         let stop = crate::ui::terminal::signal_flag();
         player.play(&opts, &stop)?;
         return Ok(());
     }
+    let path = player.session_path();
     let (stop, handle) = spawn(player, opts);
-    let shown = crate::ui::run_on(target.path().to_path_buf(), true, poll);
+    let shown = crate::ui::run_on(path, true, poll);
     stop.store(true, Ordering::Relaxed);
     let played = handle
         .join()

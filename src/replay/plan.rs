@@ -47,6 +47,9 @@ pub struct Plan {
     pub events: Vec<Event>,
     /// Whether the times are the session's own (else evenly paced).
     pub timed: bool,
+    /// What to open in the replay directory: `""` (the directory itself)
+    /// or, for a flat session of kimi-cli ≤ 0.58, its main file.
+    pub open: PathBuf,
 }
 
 impl Plan {
@@ -57,24 +60,28 @@ impl Plan {
     }
 
     pub fn of_session(s: &Session) -> Result<Plan> {
-        if !s.dir.is_dir() {
-            return Err(Error::Usage(format!(
-                "{}: a flat session of kimi-cli ≤ 0.58 cannot be replayed yet",
-                s.dir.display()
-            )));
-        }
+        // A flat session (kimi-cli ≤ 0.58) is its main file; its files sit
+        // in the work dir's folder beside other sessions' (only the
+        // family's own files are copied).
+        let flat = !s.dir.is_dir();
+        let (root, open) = match (flat, s.dir.parent(), s.dir.file_name()) {
+            (true, Some(folder), Some(name)) => (folder.to_path_buf(), PathBuf::from(name)),
+            _ => (s.dir.clone(), PathBuf::new()),
+        };
         let mut agents = Vec::with_capacity(s.agents.len());
         for a in &s.agents {
-            agents.push(agent_steps(s, a)?);
+            agents.push(agent_steps(s, &root, !flat, a)?);
         }
         let timed = agents
             .iter()
             .any(|a| a.steps.iter().any(|st| st.time.is_some()) || a.wire_timed());
-        if timed {
-            Ok(timed_plan(s, agents))
+        let mut plan = if timed {
+            timed_plan(s, agents)
         } else {
-            Ok(even_plan(s, agents))
-        }
+            even_plan(s, agents)
+        };
+        plan.open = open;
+        Ok(plan)
     }
 
     /// Seconds from the first event to the last.
@@ -132,10 +139,12 @@ fn copy_whole(from: &Path, to: PathBuf) -> Result<Option<Op>> {
     }
 }
 
-fn agent_steps(s: &Session, a: &Agent) -> Result<AgentSteps> {
+/// `root`: the directory the replay mirrors; `side_files`: whether it is a
+/// session directory of its own (with `state.json`), not a shared folder.
+fn agent_steps(s: &Session, root: &Path, side_files: bool, a: &Agent) -> Result<AgentSteps> {
     let rel = a
         .dir
-        .strip_prefix(&s.dir)
+        .strip_prefix(root)
         .map(Path::to_path_buf)
         .unwrap_or_default();
     let mut setup = Vec::new();
@@ -148,7 +157,9 @@ fn agent_steps(s: &Session, a: &Agent) -> Result<AgentSteps> {
     } else if rel.as_os_str().is_empty() {
         // The title is known from the start; denwa.json belongs to a live
         // agent and is never copied.
-        setup.extend(copy_whole(&a.dir.join("state.json"), "state.json".into())?);
+        if side_files {
+            setup.extend(copy_whole(&a.dir.join("state.json"), "state.json".into())?);
+        }
     } else {
         setup.push(Op::Mkdir(rel.clone()));
         for side in ["meta.json", "prompt.txt"] {
@@ -215,7 +226,7 @@ fn agent_steps(s: &Session, a: &Agent) -> Result<AgentSteps> {
         }
     }
     let wire_path = a.dir.join("wire.jsonl");
-    let wire = if beside_main {
+    let wire = if beside_main || !side_files {
         Vec::new()
     } else {
         wire_lines(&wire_path)?
@@ -384,6 +395,7 @@ fn timed_plan(s: &Session, agents: Vec<AgentSteps>) -> Plan {
     Plan {
         events: merge(keyed.into_iter().map(|(at, _, _, op)| Event { at, op })),
         timed: true,
+        open: PathBuf::new(),
     }
 }
 
@@ -480,6 +492,7 @@ fn even_plan(s: &Session, mut agents: Vec<AgentSteps>) -> Plan {
     Plan {
         events: merge(events.into_iter()),
         timed: false,
+        open: PathBuf::new(),
     }
 }
 

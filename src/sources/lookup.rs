@@ -10,6 +10,7 @@ use super::kimi_cli;
 use super::kimi_code::{self, Home};
 pub use super::SessionSummary;
 use crate::error::{Error, Result};
+use crate::model::Warning;
 
 /// Where both tools keep sessions, and the directory the user is in.
 #[derive(Debug, Clone)]
@@ -155,7 +156,12 @@ fn code_session_of_wire(path: &Path) -> Option<PathBuf> {
 /// Sessions of the current directory (or all) of both tools, newest
 /// first, each fork under the session it was made from.
 pub fn list(loc: &Locator, all: bool) -> Vec<SessionSummary> {
-    let mut rows = kimi_cli::list(&loc.cli, all);
+    list_checked(loc, all).0
+}
+
+/// `list`, with what could not be read on the way.
+pub fn list_checked(loc: &Locator, all: bool) -> (Vec<SessionSummary>, Vec<Warning>) {
+    let (mut rows, warnings) = kimi_cli::share::list_checked(&loc.cli, all);
     let dirs = if all {
         loc.code.all_sessions()
     } else {
@@ -164,5 +170,5 @@ pub fn list(loc: &Locator, all: bool) -> Vec<SessionSummary> {
     let work_dirs = loc.code.work_dirs();
     rows.extend(dirs.iter().map(|d| kimi_code::summarize(d, &work_dirs)));
     rows.sort_by(|a, b| b.modified.cmp(&a.modified).then(a.id.cmp(&b.id)));
-    kimi_cli::lineage::forks_under_sources(rows)
+    (kimi_cli::lineage::forks_under_sources(rows), warnings)
 }

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::Result;
+use crate::model::Warning;
 use crate::read::FileIndex;
 
 /// Reads the session at `path` with the source whose format it is.
@@ -85,6 +86,10 @@ pub struct AgentParts {
     pub meta: Option<SubagentMeta>,
     /// How a subagent finds the parent's call that ran it.
     pub link: ParentLink,
+    /// What the source skipped or could not read about this agent (a side
+    /// file that is a FIFO or too big, a name that is no world line, an
+    /// unreadable directory); the main agent's also hold the session's.
+    pub warnings: Vec<Warning>,
     /// What the source states about each world line beyond where it forks
     /// (Kimi Code's branches: names, undo turns, fork lines); empty: the
     /// builder names world lines by file and classifies forks by records.
@@ -191,9 +196,17 @@ pub struct SessionLink {
     pub session: String,
     /// The other session's location, as in [`SessionParts::dir`].
     pub dir: PathBuf,
-    /// Records the fork copied from its source's main world line.
+    /// Records the fork copied from its source's main world line: the
+    /// fork leaves at the source's record `records - 1` of world line
+    /// `source_line`, and at the fork's own record `records - 1` of its
+    /// first world line (no shared record: it leaves from the start).
     pub records: usize,
     pub kind: LinkKind,
+    /// The source's main world line (by index) the copy was taken from.
+    pub source_line: usize,
+    /// That world line's name (`context.jsonl`, or `context_1.jsonl` once
+    /// the source rotated after the fork).
+    pub source_file: String,
     /// The last source wire line a Kimi Code `/fork` copied.
     pub line: Option<u32>,
 }
@@ -205,25 +218,7 @@ pub struct Lineage {
     pub forks: Vec<SessionLink>,
 }
 
-/// One row of `worldline list` and of the picker.
-#[derive(Debug, Clone, Serialize)]
-pub struct SessionSummary {
-    pub id: String,
-    /// `kimi-cli` or `kimi-code`.
-    pub tool: &'static str,
-    pub dir: PathBuf,
-    pub work_dir: Option<String>,
-    pub title: Option<String>,
-    pub world_lines: usize,
-    pub subagents: usize,
-    /// Unix seconds.
-    pub modified: u64,
-    pub size: u64,
-    /// The session this one was made from by `/fork` or `/undo`.
-    pub forked_from: Option<String>,
-    /// `"fork"` or `"undo"` when `forked_from` is set.
-    pub fork_kind: Option<String>,
-}
+pub use kimi_cli::share::SessionSummary;
 
 /// A subagent's meta (kimi-cli: `subagents/<agent_id>/meta.json`; older
 /// layouts only know a number).

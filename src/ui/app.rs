@@ -21,6 +21,7 @@ use crate::worldline::{RecordRef, Session};
 use super::cache::Cache;
 use super::compose::{self, Compose, PendingJump, Reply, SendRequest, Target};
 use super::geometry;
+pub use super::picker::Picker;
 use super::rows::{Filter, RoleFilter, RowModel};
 use super::theme::Theme;
 
@@ -84,12 +85,6 @@ pub struct SearchState {
     pub total: usize,
     /// Results from an older search are dropped.
     pub generation: u64,
-}
-
-#[derive(Debug, Clone)]
-pub struct Picker {
-    pub sessions: Vec<SessionSummary>,
-    pub sel: usize,
 }
 
 /// Where to go back to when leaving a subagent.
@@ -362,7 +357,7 @@ impl App {
 
     /// Rows the map takes on this screen.
     pub fn map_height(&self) -> u16 {
-        geometry::map_height(self.size, self.map.tracks.len(), self.show_map)
+        geometry::map_height(self.size, super::map::wanted_rows(&self.map), self.show_map)
     }
 
     /// The screen's regions (shared with drawing).
@@ -508,8 +503,14 @@ impl App {
 
     /// What the user did; a popup, when open, takes it first.
     fn input(&mut self, action: Action) -> Effect {
-        if self.picker.is_some() && self.session.is_none() {
-            return self.update_picker(action);
+        if self.session.is_none() {
+            if let Some(p) = &mut self.picker {
+                if matches!(action, Action::Help) {
+                    self.status = Some("↑/↓ choose a session, Enter opens, q quits".into());
+                    return Effect::None;
+                }
+                return p.update(action, self.size);
+            }
         }
         match &self.overlay {
             Overlay::None => {}
@@ -650,69 +651,25 @@ impl App {
         Effect::None
     }
 
-    fn update_picker(&mut self, action: Action) -> Effect {
-        let Some(p) = &mut self.picker else {
-            return Effect::None;
-        };
-        let n = p.sessions.len();
-        match action {
-            Action::Move(d) | Action::Wheel(d) => p.sel = offset(p.sel, d).min(n.saturating_sub(1)),
-            Action::Page(d) => p.sel = offset(p.sel, d * 10).min(n.saturating_sub(1)),
-            Action::Top => p.sel = 0,
-            Action::Bottom => p.sel = n.saturating_sub(1),
-            Action::Expand => {
-                if let Some(s) = p.sessions.get(p.sel) {
-                    return Effect::Open(s.dir.clone());
-                }
-            }
-            Action::Click(pos) => {
-                let list = geometry::picker_list_area(self.size);
-                if list.contains(pos) {
-                    let i = (pos.y - list.y) as usize;
-                    if i < n {
-                        p.sel = i;
-                    }
-                }
-            }
-            Action::Quit | Action::Back => return Effect::Quit,
-            Action::Help => self.status = Some("↑/↓ choose a session, Enter opens, q quits".into()),
-            _ => {}
-        }
-        Effect::None
-    }
-
-    fn update_subagents(&mut self, sel: usize, action: Action) -> Effect {
-        let n = self
-            .session
-            .as_ref()
-            .map_or(0, |s| s.agents.len().saturating_sub(1));
-        match action {
-            Action::Move(d) => {
-                self.overlay = Overlay::Subagents {
-                    sel: offset(sel, d).min(n.saturating_sub(1)),
-                }
-            }
-            Action::Expand => {
-                self.overlay = Overlay::None;
-                self.enter_agent(sel + 1);
-            }
-            Action::Quit => return Effect::Quit,
-            _ => self.overlay = Overlay::None,
-        }
-        Effect::None
-    }
-
     fn click(&mut self, p: Position) {
         let a = self.areas();
         if a.map.contains(p) {
-            let rows = geometry::map_track_rows(self.size, a.map.height);
-            let first = super::map::first_track(self.map.tracks.len(), rows, self.focus);
-            if p.y > a.map.y {
-                let line = first + (p.y - a.map.y - 1) as usize;
-                if line < self.map.tracks.len() && (p.y - a.map.y) as usize <= rows {
+            let fit = geometry::map_track_rows(self.size, a.map.height);
+            let rows = super::map::shown(&self.map, fit, self.focus);
+            let hit = (p.y > a.map.y)
+                .then(|| rows.get((p.y - a.map.y - 1) as usize).copied())
+                .flatten();
+            match hit {
+                Some(super::map::MapRow::Track(line)) => {
                     self.moved_by_hand();
                     self.go_line(line);
                 }
+                Some(super::map::MapRow::Sub(k)) => {
+                    if let Some(agent) = self.map.subagents.get(k).map(|s| s.agent) {
+                        self.enter_agent(agent);
+                    }
+                }
+                None => {}
             }
             return;
         }
@@ -810,7 +767,7 @@ impl App {
         self.status = Some(self.map.caption(line));
     }
 
-    fn refilter(&mut self) {
+    pub(super) fn refilter(&mut self) {
         let sel = self.selected();
         self.rebuild_rows();
         match sel.and_then(|r| self.rows.row_of(r)) {
@@ -1116,95 +1073,6 @@ impl App {
         })
     }
 
-    /// The filter menu's choices, with what each would show.
-    pub fn filter_items(&self) -> Vec<FilterItem> {
-        use crate::model::Role;
-        let mut items = vec![
-            FilterItem {
-                label: "steps (one row each)".into(),
-                count: self.rows.step_count(),
-                role: RoleFilter::All,
-                every: false,
-            },
-            FilterItem {
-                label: "every record".into(),
-                count: self.rows.total,
-                role: RoleFilter::All,
-                every: true,
-            },
-        ];
-        let Some(f) = self.family() else {
-            return items;
-        };
-        let mut counts = [0usize; 4];
-        for (li, file) in f.files.iter().enumerate() {
-            let skip = f.lines.get(li).map_or(0, |l| l.shared);
-            for m in file.records.iter().skip(skip) {
-                let k = match m.role {
-                    Role::User if !super::rows::is_bookkeeping(m) => 0,
-                    Role::Assistant => 1,
-                    Role::Tool => 2,
-                    Role::Checkpoint => 3,
-                    _ => continue,
-                };
-                counts[k] += 1;
-            }
-        }
-        let roles = [
-            ("user messages", RoleFilter::User),
-            ("assistant messages", RoleFilter::Assistant),
-            ("tool results", RoleFilter::Tool),
-            ("checkpoints", RoleFilter::Checkpoints),
-        ];
-        for ((label, role), count) in roles.into_iter().zip(counts) {
-            items.push(FilterItem {
-                label: label.into(),
-                count,
-                role,
-                every: false,
-            });
-        }
-        for (name, count) in self.rows.tools(f) {
-            items.push(FilterItem {
-                label: format!("tool {}", crate::text::sanitize_line(name, 30)),
-                count: *count,
-                role: RoleFilter::ToolName(name.clone()),
-                every: false,
-            });
-        }
-        items
-    }
-
-    fn update_filter_menu(&mut self, sel: usize, action: Action) -> Effect {
-        let items = self.filter_items();
-        let n = items.len();
-        match action {
-            Action::Move(d) | Action::Wheel(d) => {
-                self.overlay = Overlay::Filter {
-                    sel: offset(sel, d).min(n.saturating_sub(1)),
-                }
-            }
-            Action::Top => self.overlay = Overlay::Filter { sel: 0 },
-            Action::Bottom => {
-                self.overlay = Overlay::Filter {
-                    sel: n.saturating_sub(1),
-                }
-            }
-            Action::Expand => {
-                self.overlay = Overlay::None;
-                if let Some(item) = items.into_iter().nth(sel) {
-                    self.filter.role = item.role;
-                    self.filter.every = item.every;
-                    self.refilter();
-                    self.status = Some(format!("showing {} ({})", item.label, item.count));
-                }
-            }
-            Action::Quit => return Effect::Quit,
-            _ => self.overlay = Overlay::None,
-        }
-        Effect::None
-    }
-
     fn submit_search(&mut self) -> Effect {
         let Some(q) = self.search.input.take() else {
             return Effect::None;
@@ -1252,7 +1120,7 @@ impl App {
         self.overlay = Overlay::Subagents { sel: 0 };
     }
 
-    fn enter_agent(&mut self, k: usize) {
+    pub(super) fn enter_agent(&mut self, k: usize) {
         let Some(s) = self.session.clone() else {
             return;
         };
@@ -1325,7 +1193,7 @@ impl App {
     }
 }
 
-fn offset(base: usize, d: isize) -> usize {
+pub(super) fn offset(base: usize, d: isize) -> usize {
     if d < 0 {
         base.saturating_sub(d.unsigned_abs())
     } else {

@@ -1,7 +1,9 @@
-//! D-Mail compose: which checkpoint `d` targets, what the revert would
-//! discard, the modal's state and drawing, and the two blocking jobs the
-//! runtime (or a test) runs for it: the liveness probe and the send.
+//! D-Mail compose: the modal's state and drawing (what the revert discards,
+//! and what it leaves on disk, ready to insert into the message), and the
+//! two blocking jobs the runtime (or a test) runs for it: the liveness probe
+//! and the send. Revert semantics live in `worldline::revert`.
 
+use std::cell::RefCell;
 use std::path::PathBuf;
 
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -12,9 +14,9 @@ use ratatui::Frame;
 use ratatui_textarea::{Input, Key, TextArea, WrapMode};
 
 use crate::denwa::{self, DenwaClient};
-use crate::model::{Marker, Role};
 use crate::text::{sanitize, sanitize_line};
-use crate::worldline::{Family, ForkKind, RecordRef, Session};
+use crate::worldline::revert::{self, Kept, NotATarget};
+use crate::worldline::{RecordRef, Session};
 
 use super::theme::{line_name, Theme};
 
@@ -26,17 +28,17 @@ pub const NOT_LIVE: &str = "not live: no DenwaRenji socket for this session";
 pub const EMPTY: &str = "the D-Mail is empty: type a message first";
 pub const MOVED: &str =
     "the checkpoint is no longer on the current world line: Esc and pick another";
+pub const INSERTED: &str = "inserted what stays on disk: edit it as you like";
+pub const NOTHING_KEPT: &str = "nothing to insert: no file changed, no command run after it";
+/// The key that inserts the kept-changes summary (Ctrl + this letter).
+pub const INSERT_KEY: char = 'o';
+/// Rows of kept changes the box shows; Ctrl-O inserts them all.
+const KEPT_ROWS: usize = 4;
 
-/// The checkpoint a D-Mail would revert to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// The agent's directory, where its `denwa.json` is.
-    pub dir: PathBuf,
-    pub agent: usize,
-    /// The `_checkpoint` record (or its note when no record precedes it).
-    pub record: RecordRef,
-    pub checkpoint: i64,
-}
+pub use crate::worldline::revert::{discarded, Discard, Target};
+
+/// An accepted D-Mail whose world line has not appeared yet.
+pub type PendingJump = crate::worldline::revert::SentDMail;
 
 /// What the agent's DenwaRenji said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,16 +61,6 @@ pub struct SendRequest {
     pub lines_before: usize,
 }
 
-/// An accepted D-Mail whose world line has not appeared yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PendingJump {
-    pub dir: PathBuf,
-    pub checkpoint: i64,
-    pub message: String,
-    /// World lines the agent had when it accepted: the new one comes after.
-    pub lines_before: usize,
-}
-
 /// A note under the text: a hint, or a problem in the warning colour.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Note {
@@ -84,7 +76,12 @@ pub struct Compose {
     pub note: Option<Note>,
     /// A send is on its way; another Ctrl-S waits for its reply.
     pub sending: bool,
+    /// What the revert leaves on disk, for the world line as it was when
+    /// last looked at (its length is the key: the agent may go on working).
+    kept: RefCell<Option<(KeptKey, Option<Kept>)>>,
 }
+
+type KeptKey = (usize, usize, usize);
 
 // TextArea has no PartialEq; what the user wrote is what matters.
 impl PartialEq for Compose {
@@ -109,7 +106,43 @@ impl Compose {
             text,
             note: None,
             sending: false,
+            kept: RefCell::new(None),
         }
+    }
+
+    /// What a revert to the target leaves on disk, read now if the world
+    /// line changed since the last look. `None` when the target moved.
+    pub fn kept(&self, session: &Session) -> Option<Kept> {
+        let f = &session.agents.get(self.target.agent)?.family;
+        let current = f.lines.iter().rposition(|l| l.current)?;
+        let key = (f.lines.len(), current, f.lines[current].nodes.len());
+        let mut cache = self.kept.borrow_mut();
+        if cache.as_ref().map(|(k, _)| *k) != Some(key) {
+            let mut load = |r| session.body(r).ok();
+            let kept = revert::kept_by_revert(session, &self.target, &mut load);
+            *cache = Some((key, kept));
+        }
+        cache.as_ref().and_then(|(_, k)| k.clone())
+    }
+
+    /// Ctrl-O: the kept-changes summary goes into the message at the
+    /// cursor, on lines of its own.
+    pub fn insert_kept(&mut self, session: &Session) {
+        let Some(kept) = self.kept(session).filter(|k| !k.is_empty()) else {
+            self.note = Some(Note::Hint(NOTHING_KEPT.into()));
+            return;
+        };
+        let ratatui_textarea::DataCursor(row, col) = self.text.cursor();
+        let line_len = self.text.lines().get(row).map_or(0, |l| l.chars().count());
+        let mut text = kept.message_text();
+        if col > 0 {
+            text.insert(0, '\n');
+        }
+        if col < line_len || row + 1 < self.text.lines().len() {
+            text.push('\n');
+        }
+        self.text.insert_str(sanitize(&text, true));
+        self.note = Some(Note::Hint(INSERTED.into()));
     }
 
     /// The message as it will be sent.
@@ -137,103 +170,19 @@ impl Compose {
     }
 }
 
-/// The checkpoint `d` would target from the selected record `r`, or why not.
+/// The checkpoint `d` would target from the selected record `r`, or why
+/// not, in the words the status line shows.
 pub fn target_of(session: &Session, agent: usize, r: RecordRef) -> Result<Target, &'static str> {
-    let a = session.agents.get(agent).ok_or(NOT_A_CHECKPOINT)?;
-    let f = &a.family;
-    let meta = f.record(r).ok_or(NOT_A_CHECKPOINT)?;
-    let (record, checkpoint) = match (&meta.role, meta.marker.as_deref(), meta.checkpoint) {
-        (Role::Checkpoint, _, Some(id)) => (r, id),
-        (_, Some(Marker::CheckpointNote(n)), _) => checkpoint_before_note(f, r, *n),
-        _ => return Err(NOT_A_CHECKPOINT),
-    };
-    let current = f.lines.iter().rposition(|l| l.current).ok_or(NOT_CURRENT)?;
-    if position_on(session, f, current, record).is_none() {
-        return Err(NOT_CURRENT);
-    }
-    Ok(Target {
-        dir: a.dir.clone(),
-        agent,
-        record,
-        checkpoint,
+    revert::target_of(session, agent, r).map_err(|e| match e {
+        NotATarget::NotACheckpoint => NOT_A_CHECKPOINT,
+        NotATarget::NotCurrent => NOT_CURRENT,
     })
 }
 
-/// A note's `_checkpoint` is the record before it; its id is the truth
-/// (after a compaction the note's N can disagree).
-fn checkpoint_before_note(f: &Family, note: RecordRef, n: i64) -> (RecordRef, i64) {
-    let before = note
-        .record
-        .checked_sub(1)
-        .map(|i| RecordRef { record: i, ..note });
-    match before.and_then(|b| Some((b, f.record(b)?))) {
-        Some((b, m)) if m.role == Role::Checkpoint => (b, m.checkpoint.unwrap_or(n)),
-        _ => (note, n),
-    }
-}
-
-/// Index of record `r` (by owner) in world line `line`.
-fn position_on(session: &Session, f: &Family, line: usize, r: RecordRef) -> Option<usize> {
-    f.lines
-        .get(line)?
-        .nodes
-        .iter()
-        .position(|&n| session.graph[n].owner == r)
-}
-
-/// How many records of the current world line the revert discards: kimi-cli
-/// keeps every line before `_checkpoint c` and writes that checkpoint and its
-/// `CHECKPOINT c` note again, so it is every record after the note (or after
-/// the checkpoint when there is no note). `None` when the target is no longer
-/// on the current world line.
-pub fn discarded(session: &Session, t: &Target) -> Option<Discard> {
-    let f = &session.agents.get(t.agent)?.family;
-    let current = f.lines.iter().rposition(|l| l.current)?;
-    let i = position_on(session, f, current, t.record)?;
-    let nodes = &f.lines[current].nodes;
-    let next = nodes.get(i + 1).map(|&n| session.graph[n].owner);
-    let after_note = next
-        .and_then(|r| f.record(r))
-        .is_some_and(|m| matches!(m.marker.as_deref(), Some(Marker::CheckpointNote(_))));
-    let kept = i + 1 + usize::from(after_note);
-    Some(Discard {
-        records: nodes.len().saturating_sub(kept),
-        line: current,
-        after_note,
-    })
-}
-
-/// What a revert discards from the current world line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Discard {
-    pub records: usize,
-    /// The current world line.
-    pub line: usize,
-    /// Counted after the checkpoint's `CHECKPOINT N` note (else after the
-    /// checkpoint itself).
-    pub after_note: bool,
-}
-
-/// Where an accepted D-Mail landed: the agent and the new world line's
+/// Where an accepted D-Mail landed: the agent, the new world line and its
 /// injection record, once a snapshot holds it.
 pub fn landing(session: &Session, j: &PendingJump) -> Option<(usize, usize, RecordRef)> {
-    let agent = session.agents.iter().position(|a| a.dir == j.dir)?;
-    let f = &session.agents[agent].family;
-    let line = f
-        .lines
-        .iter()
-        .enumerate()
-        .skip(j.lines_before)
-        .find_map(|(i, l)| {
-            let fork = l.fork.as_ref()?;
-            let same = fork.kind == ForkKind::Dmail
-                && fork.checkpoint == Some(j.checkpoint)
-                && fork.message.as_deref().map(str::trim) == Some(j.message.trim());
-            same.then_some(i)
-        })?;
-    let l = &f.lines[line];
-    let &n = l.nodes.get(l.shared)?;
-    Some((agent, line, session.graph[n].owner))
+    revert::landing(session, j)
 }
 
 /// Is there a live DenwaRenji for this agent? Cheap: no connection.
@@ -255,7 +204,7 @@ pub fn send(req: &SendRequest) -> Reply {
 }
 
 /// The modal's rectangle: centred over the body, below the header.
-pub fn area(screen: Rect) -> Rect {
+pub fn area(screen: Rect, extra_rows: u16) -> Rect {
     let body = Rect::new(
         screen.x,
         screen.y + 2.min(screen.height),
@@ -263,7 +212,7 @@ pub fn area(screen: Rect) -> Rect {
         screen.height.saturating_sub(3),
     );
     let w = 72.min(body.width);
-    let h = 16.min(body.height);
+    let h = (16 + extra_rows).min(body.height);
     Rect::new(
         body.x + (body.width - w) / 2,
         body.y + (body.height - h) / 2,
@@ -272,14 +221,80 @@ pub fn area(screen: Rect) -> Rect {
     )
 }
 
+/// The kept changes as lines: a heading, then up to `max` of the summary
+/// (all when `max` is `None`), each sanitised to `w` columns.
+pub fn kept_lines(
+    kept: &Kept,
+    heading: &str,
+    max: Option<usize>,
+    w: usize,
+    t: &Theme,
+) -> Vec<Line<'static>> {
+    let summary = kept.summary();
+    let mut out = vec![Line::from(Span::styled(
+        format!(" {}", sanitize_line(heading, w.saturating_sub(1))),
+        t.accent(),
+    ))];
+    let shown = match max {
+        Some(m) if summary.len() > m => m.saturating_sub(1),
+        _ => summary.len(),
+    };
+    let item = |text: &str| format!("   · {}", sanitize_line(text, w.saturating_sub(5)));
+    for l in summary.iter().take(shown) {
+        out.push(Line::from(item(l)));
+    }
+    if summary.len() > shown {
+        out.push(Line::from(Span::styled(
+            item(&format!(
+                "… and {} more (Ctrl-{} inserts them all)",
+                summary.len() - shown,
+                INSERT_KEY.to_ascii_uppercase()
+            )),
+            t.dim(),
+        )));
+    }
+    out
+}
+
+/// The compose box's kept-changes section.
+fn kept_section(c: &Compose, kept: Option<&Kept>, w: usize, t: &Theme) -> Vec<Line<'static>> {
+    match kept {
+        None => Vec::new(),
+        Some(k) if k.is_empty() => vec![Line::from(Span::styled(
+            format!(
+                " {}",
+                sanitize_line(
+                    &format!(
+                        "nothing on disk to undo: no file changed, no command run after ⚑{}",
+                        c.target.checkpoint
+                    ),
+                    w.saturating_sub(1),
+                )
+            ),
+            t.dim(),
+        ))],
+        Some(k) => kept_lines(
+            k,
+            "stays on disk (a revert rewinds the conversation only):",
+            Some(KEPT_ROWS),
+            w,
+            t,
+        ),
+    }
+}
+
 pub fn draw(f: &mut Frame, session: &Session, c: &Compose, t: &Theme) {
-    let area = area(f.area());
+    let kept = c.kept(session);
+    let w = 72.min(f.area().width).saturating_sub(2) as usize;
+    let kept_rows = kept_section(c, kept.as_ref(), w, t);
+    let area = area(f.area(), kept_rows.len() as u16);
     let block = Block::bordered().title(format!(" D-Mail → checkpoint {} ", c.target.checkpoint));
     let inner = block.inner(area);
     f.render_widget(Clear, area);
     f.render_widget(block, area);
-    let [info, text, note, footer] = Layout::vertical([
+    let [info, kept_area, text, note, footer] = Layout::vertical([
         Constraint::Length(2),
+        Constraint::Length(kept_rows.len() as u16),
         Constraint::Min(1),
         Constraint::Length(1),
         Constraint::Length(1),
@@ -326,6 +341,7 @@ pub fn draw(f: &mut Frame, session: &Session, c: &Compose, t: &Theme) {
         None => vec![Line::from(Span::styled(format!(" {MOVED}"), t.error()))],
     };
     f.render_widget(Paragraph::new(info_lines), info);
+    f.render_widget(Paragraph::new(kept_rows), kept_area);
     let mut ta = c.text.clone();
     ta.set_block(
         Block::default()
@@ -346,9 +362,51 @@ pub fn draw(f: &mut Frame, session: &Session, c: &Compose, t: &Theme) {
     f.render_widget(Paragraph::new(note_line), note);
     f.render_widget(
         Paragraph::new(Span::styled(
-            " Ctrl-S send · Esc cancel · Enter new line",
+            " Ctrl-S send · Ctrl-O insert what stays · Esc cancel · Enter new line",
             t.dim(),
         )),
         footer,
     );
+}
+
+/// The detail of a D-Mail landing (`r` its injection): what the world line
+/// it left had done after the checkpoint, on disk when the D-Mail arrived.
+/// Remembered for the last landing shown: drawing happens every frame and
+/// the old world line's file no longer changes.
+pub fn landing_detail(out: &mut Vec<Line<'static>>, s: &Session, r: RecordRef, t: &Theme) {
+    /// Session dir, landing record, world lines then, and what was kept.
+    type Memo = (PathBuf, RecordRef, usize, Option<Kept>);
+    thread_local! {
+        static LAST: RefCell<Option<Memo>> = const { RefCell::new(None) };
+    }
+    let lines = s.agents.get(r.agent).map_or(0, |a| a.family.lines.len());
+    let kept = LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match last.as_ref() {
+            Some((dir, at, n, k)) if *dir == s.dir && *at == r && *n == lines => k.clone(),
+            _ => {
+                let mut load = |x| s.body(x).ok();
+                let k = revert::kept_at_landing(s, r.agent, r.line, &mut load);
+                *last = Some((s.dir.clone(), r, lines, k.clone()));
+                k
+            }
+        }
+    });
+    let Some(kept) = kept else { return };
+    out.push(Line::default());
+    if kept.is_empty() {
+        out.push(Line::from(Span::styled(
+            "when this D-Mail arrived, the world line it left had changed nothing on disk"
+                .to_string(),
+            t.dim(),
+        )));
+        return;
+    }
+    out.extend(kept_lines(
+        &kept,
+        "when this D-Mail arrived, these changes were already on disk:",
+        None,
+        200,
+        t,
+    ));
 }

@@ -69,7 +69,10 @@ pub fn lines(
     forks_here(&mut out, s, f, r, t);
 
     match meta.marker.as_deref() {
-        Some(Marker::DMailInjection(msg)) => dmail_injection(&mut out, f, r, msg, t),
+        Some(Marker::DMailInjection(msg)) => {
+            dmail_injection(&mut out, f, r, msg, t);
+            super::compose::landing_detail(&mut out, s, r, t);
+        }
         Some(Marker::DMailResult(res)) => out.push(Line::from(Span::styled(
             match res {
                 Ok(()) => {

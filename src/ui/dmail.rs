@@ -2,6 +2,8 @@
 //! reply, and the jump to the new world line once it appears. Pure like the
 //! rest of `update`: liveness and sending come back as effects.
 
+use ratatui_textarea::Key;
+
 use super::app::{Action, App, Effect, Overlay};
 use super::compose::{self, Note, PendingJump, Reply, SendRequest};
 use super::theme::line_name;
@@ -30,6 +32,13 @@ impl App {
             return Effect::None;
         };
         match action {
+            Action::ComposeKey(input)
+                if input.ctrl && input.key == Key::Char(compose::INSERT_KEY) =>
+            {
+                if let Some(s) = self.session.clone() {
+                    c.insert_kept(&s);
+                }
+            }
             Action::ComposeKey(input) => {
                 c.input(input);
                 if matches!(c.note, Some(Note::Hint(_))) {

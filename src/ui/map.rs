@@ -166,6 +166,41 @@ pub fn arc_row_with_room(map: &Map, a: &DMailArc, cols: usize, extra: usize) -> 
     out
 }
 
+/// A row of the map strip: a world line's track, or a subagent's short
+/// track under the call that ran it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapRow {
+    Track(usize),
+    Sub(usize),
+}
+
+/// The rows the map shows when `fit` rows fit: every track with its
+/// subagents under it; when that is too many, the tracks only, a window of
+/// them holding the focused line. Drawing and clicks both use this.
+pub fn shown(map: &Map, fit: usize, focus: usize) -> Vec<MapRow> {
+    let mut all = Vec::new();
+    for t in &map.tracks {
+        all.push(MapRow::Track(t.line));
+        for (k, sub) in map.subagents.iter().enumerate() {
+            if sub.host_line == t.line {
+                all.push(MapRow::Sub(k));
+            }
+        }
+    }
+    if all.len() <= fit {
+        return all;
+    }
+    let first = first_track(map.tracks.len(), fit, focus);
+    (first..map.tracks.len().min(first + fit))
+        .map(MapRow::Track)
+        .collect()
+}
+
+/// Rows the map wants: tracks and subagents.
+pub fn wanted_rows(map: &Map) -> usize {
+    map.tracks.len() + map.subagents.len()
+}
+
 /// First track shown when only `rows` fit: the newest ones, moved so the
 /// focused line is among them.
 pub fn first_track(tracks: usize, rows: usize, focus: usize) -> usize {
@@ -216,12 +251,15 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
     }
     let w = area.width as usize;
     let rows = super::geometry::map_track_rows(f.area().as_size(), area.height);
-    let first = first_track(map.tracks.len(), rows, focus);
+    let shown_rows = shown(map, rows, focus);
     let cols = rail_cols(w);
     let mut lines: Vec<Line> = Vec::new();
-    let more = map.tracks.len().saturating_sub(rows);
-    let title = if more > 0 {
-        format!("─ world lines ({} of {}) ", rows, map.tracks.len())
+    let tracks_shown = shown_rows
+        .iter()
+        .filter(|r| matches!(r, MapRow::Track(_)))
+        .count();
+    let title = if tracks_shown < map.tracks.len() {
+        format!("─ world lines ({} of {}) ", tracks_shown, map.tracks.len())
     } else {
         "─ world lines ".to_string()
     };
@@ -229,7 +267,26 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
         format!("{title}{}", "─".repeat(w.saturating_sub(width(&title)))),
         t.dim(),
     )));
-    for tr in map.tracks.iter().skip(first).take(rows) {
+    for row in shown_rows {
+        let tr = match row {
+            MapRow::Track(i) => &map.tracks[i],
+            MapRow::Sub(k) => {
+                let sub = &map.subagents[k];
+                let at = col(sub.x, map.width, cols);
+                let text = format!(
+                    "╰⇲ {} · {} world line{} · {} steps (s enters)",
+                    sub.label,
+                    sub.world_lines,
+                    super::view::plural(sub.world_lines),
+                    sub.steps
+                );
+                lines.push(Line::from(vec![
+                    Span::raw(" ".repeat(4 + at)),
+                    Span::styled(truncate(&text, w.saturating_sub(4 + at)), t.accent()),
+                ]));
+                continue;
+            }
+        };
         let mut spans = Vec::new();
         let name_style = if Some(tr.line) == lit {
             t.line(tr.colour).patch(t.selected())
@@ -438,5 +495,27 @@ mod tests {
         assert_eq!(first_track(10, 4, 9), 6);
         assert_eq!(first_track(10, 4, 2), 2);
         assert_eq!(first_track(10, 0, 2), 0);
+    }
+
+    #[test]
+    fn subagents_sit_under_their_host_until_room_runs_out() {
+        let mut m = two();
+        m.subagents.push(crate::worldline::map::SubTrack {
+            agent: 1,
+            label: "a1 (explore)".into(),
+            host_line: 0,
+            x: 5,
+            world_lines: 1,
+            steps: 3,
+        });
+        assert_eq!(wanted_rows(&m), 3);
+        assert_eq!(
+            shown(&m, 3, 1),
+            vec![MapRow::Track(0), MapRow::Sub(0), MapRow::Track(1)]
+        );
+        // Too little room: tracks first, the focused one kept.
+        assert_eq!(shown(&m, 2, 1), vec![MapRow::Track(0), MapRow::Track(1)]);
+        assert_eq!(shown(&m, 1, 0), vec![MapRow::Track(0)]);
+        assert_eq!(shown(&m, 1, 1), vec![MapRow::Track(1)]);
     }
 }

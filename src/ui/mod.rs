@@ -14,6 +14,8 @@ pub mod geometry;
 pub mod keys;
 pub mod layout;
 pub mod map;
+pub mod picker;
+mod popup;
 pub mod rows;
 pub mod search;
 pub mod steps;
@@ -153,7 +155,7 @@ fn open(dir: &Path, poll: bool, tx: &Sender<Incoming>) -> anyhow::Result<Open> {
                 let l = match ev {
                     LiveEvent::Snapshot(s) => Live::Snapshot(s),
                     LiveEvent::Deleted => Live::Deleted,
-                    LiveEvent::Error(e) => Live::Error(e),
+                    LiveEvent::Error(e) | LiveEvent::Warning(e) => Live::Error(e),
                 };
                 if tx.send(Incoming::Msg(l.into())).is_err() {
                     return;

@@ -6,7 +6,7 @@
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::model::{Marker, RecordMeta, Role};
@@ -23,8 +23,8 @@ pub use super::geometry::{picker_list_area, Areas};
 pub fn draw(f: &mut Frame, app: &App) {
     let size = f.area().as_size();
     if app.session.is_none() {
-        if app.picker.is_some() {
-            draw_picker(f, app);
+        if let Some(p) = &app.picker {
+            super::picker::draw(f, p, &app.theme);
         } else {
             let msg = Paragraph::new("loading the session…").style(app.theme.dim());
             f.render_widget(msg, f.area());
@@ -48,9 +48,9 @@ pub fn draw(f: &mut Frame, app: &App) {
     draw_detail(f, app, a.detail, a.wide && !app.expanded);
     draw_footer(f, app, a.footer);
     match &app.overlay {
-        Overlay::Help => draw_help(f, app),
-        Overlay::Subagents { sel } => draw_subagents(f, app, *sel),
-        Overlay::Filter { sel } => draw_filter_menu(f, app, *sel),
+        Overlay::Help => super::popup::draw_help(f, app),
+        Overlay::Subagents { sel } => super::popup::draw_subagents(f, app, *sel),
+        Overlay::Filter { sel } => super::popup::draw_filter_menu(f, app, *sel),
         Overlay::Compose(c) => {
             if let Some(s) = &app.session {
                 super::compose::draw(f, s, c, &app.theme);
@@ -177,7 +177,7 @@ fn keep_tail(s: &str, max: usize) -> String {
     std::iter::once('…').chain(tail.into_iter().rev()).collect()
 }
 
-fn plural(n: usize) -> &'static str {
+pub(super) fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
     } else {
@@ -567,7 +567,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
     f.render_widget(Paragraph::new(line), area);
 }
 
-fn centered(area: Rect, w: u16, h: u16) -> Rect {
+pub(super) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
     Rect::new(
@@ -576,170 +576,4 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
         w,
         h,
     )
-}
-
-fn draw_help(f: &mut Frame, app: &App) {
-    let t = &app.theme;
-    let area = centered(f.area(), 86, 40);
-    let (_, hidden) = super::keys::footer(f.area().width as usize);
-    let mut lines: Vec<Line> = Vec::new();
-    for b in super::keys::TABLE.iter().filter(|b| !b.keys.is_empty()) {
-        let off_footer = b.footer.is_some_and(|(label, _)| hidden.contains(&label));
-        lines.push(Line::from(vec![
-            Span::styled(format!(" {:<13}", b.keys), t.bold()),
-            Span::raw(b.what),
-            Span::styled(
-                if off_footer {
-                    "  (not in the footer)"
-                } else {
-                    ""
-                },
-                t.dim(),
-            ),
-        ]));
-    }
-    lines.push(Line::from(vec![
-        Span::styled(format!(" {:<13}", "mouse"), t.bold()),
-        Span::raw("wheel scrolls, click selects a row or a map track"),
-    ]));
-    lines.push(Line::default());
-    lines.push(Line::from(vec![
-        Span::styled(" Map ", t.bold()),
-        Span::raw(
-            "one track per world line, oldest first, in written order: ━ its own records, \
-             ⚑N checkpoints, ┗ where it left the line above, ✉ a D-Mail sent (✗ refused), \
-             ◆ current head, ┫ abandoned, ⊜ compaction, ∅ /clear, ⇲ a subagent; the arc \
-             joins a D-Mail's sender to the checkpoint it went back to.",
-        ),
-    ]));
-    lines.push(Line::from(vec![
-        Span::styled(" Rows ", t.bold()),
-        Span::raw(
-            "one per step (a checkpoint to the next): ⚑ gutter, what it did, tools ✓/✗, tokens, \
-             time; ▸ unfolds. Lanes keep their column; each is named at its tip.",
-        ),
-    ]));
-    lines.push(Line::from(vec![
-        Span::styled(" Divergence N.ppphhh ", t.bold()),
-        Span::raw(
-            "N = D-Mails between α and this line, ppp = per mille of its parent left behind, \
-             hhh = fingerprint of the D-Mail. None for compaction or /clear.",
-        ),
-    ]));
-    let p = Paragraph::new(lines)
-        .block(Block::bordered().title(" help — any key closes "))
-        .wrap(Wrap { trim: false });
-    f.render_widget(Clear, area);
-    f.render_widget(p, area);
-}
-
-fn draw_filter_menu(f: &mut Frame, app: &App, sel: usize) {
-    let t = &app.theme;
-    let items = app.filter_items();
-    let h = (items.len() as u16 + 2).min(f.area().height.saturating_sub(2));
-    let area = centered(f.area(), 50, h);
-    let visible = h.saturating_sub(2) as usize;
-    let first = sel.saturating_sub(visible.saturating_sub(1));
-    let mut lines = Vec::new();
-    for (i, it) in items.iter().enumerate().skip(first).take(visible) {
-        let current = it.role == app.filter.role && it.every == app.filter.every;
-        let text = format!(
-            " {} {:<34}{:>8}",
-            if current { '●' } else { ' ' },
-            truncate(&it.label, 34),
-            it.count
-        );
-        let style = if i == sel { t.selected() } else { Style::new() };
-        lines.push(Line::from(Span::styled(text, style)));
-    }
-    let p =
-        Paragraph::new(lines).block(Block::bordered().title(" show — Enter picks, Esc closes "));
-    f.render_widget(Clear, area);
-    f.render_widget(p, area);
-}
-
-fn draw_subagents(f: &mut Frame, app: &App, sel: usize) {
-    let t = &app.theme;
-    let Some(s) = &app.session else { return };
-    let n = s.agents.len().saturating_sub(1) as u16;
-    let area = centered(f.area(), 70, n + 4);
-    let mut lines = Vec::new();
-    for (i, a) in s.agents.iter().enumerate().skip(1) {
-        let m = a.meta.clone().unwrap_or_default();
-        let text = format!(
-            " {} ({}) {} · {} world line{} {}",
-            sanitize_line(&m.agent_id, 20),
-            sanitize_line(m.subagent_type.as_deref().unwrap_or("?"), 12),
-            sanitize_line(m.description.as_deref().unwrap_or(""), 30),
-            a.family.lines.len(),
-            plural(a.family.lines.len()),
-            sanitize_line(m.status.as_deref().unwrap_or(""), 10)
-        );
-        let style = if i - 1 == sel {
-            t.selected()
-        } else {
-            Style::new()
-        };
-        lines.push(Line::from(Span::styled(text, style)));
-    }
-    let p = Paragraph::new(lines)
-        .block(Block::bordered().title(" subagents — Enter opens, Esc closes "));
-    f.render_widget(Clear, area);
-    f.render_widget(p, area);
-}
-
-fn draw_picker(f: &mut Frame, app: &App) {
-    let t = &app.theme;
-    let Some(p) = &app.picker else { return };
-    let size = f.area().as_size();
-    let list = picker_list_area(size);
-    let header = Rect::new(0, 0, size.width, 3.min(size.height));
-    let w = size.width as usize;
-    f.render_widget(
-        Paragraph::new(vec![
-            Line::from(vec![
-                Span::styled(" worldline ", t.accent()),
-                Span::styled("choose a session", t.bold()),
-                Span::styled(format!(" · {} sessions", p.sessions.len()), t.dim()),
-            ]),
-            Line::default(),
-            Line::from(Span::styled(
-                format!(
-                    " {:<16}  {:>5}  {:>4}  {}",
-                    "MODIFIED (UTC)", "LINES", "SUBS", "TITLE · ID"
-                ),
-                t.dim(),
-            )),
-        ]),
-        header,
-    );
-    let h = list.height as usize;
-    let first = p.sel.saturating_sub(h.saturating_sub(1));
-    let mut lines = Vec::new();
-    for (i, s) in p.sessions.iter().enumerate().skip(first).take(h) {
-        let text = format!(
-            " {:<16}  {:>5}  {:>4}  {} · {}",
-            crate::export::format_time(s.modified as f64),
-            s.world_lines,
-            s.subagents,
-            sanitize_line(s.title.as_deref().unwrap_or("(untitled)"), 40),
-            sanitize_line(&s.id, 36)
-        );
-        let text = truncate(&text, w);
-        let style = if i == p.sel {
-            t.selected()
-        } else {
-            Style::new()
-        };
-        lines.push(Line::from(Span::styled(text, style)));
-    }
-    if p.sessions.is_empty() {
-        lines.push(Line::from(Span::styled(" no sessions found", t.dim())));
-    }
-    f.render_widget(Paragraph::new(lines), list);
-    let footer = Rect::new(0, size.height.saturating_sub(1), size.width, 1);
-    f.render_widget(
-        Paragraph::new(Span::styled(" ↑/↓ choose  Enter open  q quit", t.dim())),
-        footer,
-    );
 }

@@ -112,7 +112,15 @@ pub struct DMailAttempt {
     pub error: Option<String>,
     /// The world line this D-Mail created, once the revert happened.
     pub caused: Option<usize>,
+    /// Set when the call's arguments could not be read as `{message,
+    /// checkpoint_id}` (kimi-cli refuses such a call before DenwaRenji sees
+    /// it); `checkpoint_id` is then -1 and `message` empty.
+    pub arguments_error: Option<String>,
 }
+
+/// What a SendDMail call with unreadable arguments is recorded with.
+pub const UNREADABLE_DMAIL_ARGUMENTS: &str =
+    "the arguments are not a JSON object with a string \"message\" and an integer \"checkpoint_id\"";
 
 /// One agent's files, world lines and D-Mail attempts.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,7 +163,7 @@ pub fn build_family(
     for (i, file) in files.iter().enumerate() {
         let (parent, shared) = match forks.get(i).copied().unwrap_or_default() {
             LineFork::Infer => match i.checked_sub(1) {
-                Some(p) => (Some(p), shared_prefix(&files[p].records, &file.records)),
+                Some(p) => (Some(p), shared_prefix_of_files(&files[p], file)),
                 None => (None, 0),
             },
             // A source's word is checked against what it hands over: a
@@ -239,6 +247,25 @@ pub fn apply_stated(family: &mut Family, stated: &[LineInfo], current: Option<us
 }
 
 pub use crate::model::shared_prefix;
+
+/// [`shared_prefix`], where two records whose text differs still count as
+/// shared when kimi-cli's Python reads them as the same value (it rewrites
+/// `_checkpoint c`, and a record with a repeated key is not the same text
+/// once rewritten).
+pub fn shared_prefix_of_files(old: &FileIndex, new: &FileIndex) -> usize {
+    let mut n = 0;
+    loop {
+        n += shared_prefix(&old.records[n..], &new.records[n..]);
+        if n < old.records.len()
+            && n < new.records.len()
+            && crate::read::same_record_on_disk(old, n, new, n)
+        {
+            n += 1;
+        } else {
+            return n;
+        }
+    }
+}
 
 fn classify(
     parent: &FileIndex,
@@ -352,7 +379,15 @@ fn collect_attempts(family: &Family, g: &Graph) -> Vec<DMailAttempt> {
                 continue;
             }
             for call in &rec.tool_calls {
-                let Some(args) = &call.dmail else { continue };
+                let (checkpoint_id, message, arguments_error) = match &call.dmail {
+                    Some(args) => (args.checkpoint_id, args.message.clone(), None),
+                    None if call.name == "SendDMail" => (
+                        -1,
+                        String::new(),
+                        Some(UNREADABLE_DMAIL_ARGUMENTS.to_string()),
+                    ),
+                    None => continue,
+                };
                 let result = result_of(file, r, &call.id);
                 let call_ref = RecordRef {
                     agent: family.agent,
@@ -368,11 +403,12 @@ fn collect_attempts(family: &Family, g: &Graph) -> Vec<DMailAttempt> {
                 out.push(DMailAttempt {
                     call: call_ref,
                     tool_call_id: call.id.clone(),
-                    checkpoint_id: args.checkpoint_id,
-                    message: args.message.clone(),
+                    checkpoint_id,
+                    message,
                     accepted: result.as_ref().map(|r| r.is_ok()),
                     error: result.and_then(|r| r.err()),
                     caused,
+                    arguments_error,
                 });
             }
         }

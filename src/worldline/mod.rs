@@ -8,6 +8,7 @@ pub mod family;
 pub mod graph;
 pub mod map;
 pub mod names;
+pub mod revert;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -94,8 +95,9 @@ impl Session {
         let mut warnings = Vec::new();
         for (i, af) in parts.agents.into_iter().enumerate() {
             for f in &af.files {
-                warnings.extend(f.warnings.iter().cloned());
+                warnings.extend(f.reported_warnings());
             }
+            warnings.extend(af.warnings.iter().cloned());
             let mut family = family::build_family(i, af.files, &af.forks, &mut graph);
             family::apply_stated(&mut family, &af.lines, af.current);
             if let Some(w) = &af.wire {
@@ -148,6 +150,25 @@ impl Session {
             forked_from: parts.lineage.forked_from,
             forks: parts.lineage.forks,
         }
+    }
+
+    /// Where in this session a lineage link leaves or arrives: for one of
+    /// `forks`, the last record the fork copied (on the world line it was
+    /// copied from); for `forked_from`, this session's last copied record.
+    /// `None` when nothing is shared (an `/undo` of the first turn).
+    pub fn fork_point(&self, link: &SessionLink) -> Option<RecordRef> {
+        let record = link.records.checked_sub(1)?;
+        let line = if self.forked_from.as_ref() == Some(link) {
+            0
+        } else {
+            link.source_line
+        };
+        let r = RecordRef {
+            agent: 0,
+            line,
+            record,
+        };
+        self.record(r).map(|_| r)
     }
 
     pub fn main(&self) -> &Family {

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod replay;
 pub mod ui;
 
@@ -28,6 +29,39 @@ pub fn session_dir(scenario: &Path) -> PathBuf {
 
 pub fn kimi_fixtures() -> Vec<PathBuf> {
     scenarios("kimi-cli")
+}
+
+/// Every kimi-cli-format session of the fixtures: recorded kimi-cli
+/// sessions, older releases' layouts (a flat session by its main file) and
+/// the legacy kimi-code sessions.
+pub fn every_session() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = kimi_fixtures().iter().map(|s| session_dir(s)).collect();
+    for scenario in scenarios("kimi-cli-history") {
+        for folder in std::fs::read_dir(scenario.join("sessions")).unwrap() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(folder.unwrap().path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.is_dir() || !p.file_name().unwrap().to_string_lossy().contains('_'))
+                .collect();
+            found.sort();
+            v.extend(found);
+        }
+    }
+    v.extend(scenarios("kimi-code-legacy"));
+    v
+}
+
+/// A program on PATH, for tests that skip (loudly) without it.
+pub fn which(names: &[&str]) -> Option<PathBuf> {
+    names.iter().find_map(|name| {
+        let out = std::process::Command::new("which")
+            .arg(name)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    })
 }
 
 /// Every scenario folder of `fixtures/<kind>/`, sorted.
@@ -204,4 +238,20 @@ pub fn fixture_session(kind: &str, scenario: &str) -> PathBuf {
             .join(kind)
             .join(scenario),
     )
+}
+
+/// No C0 control (but newline and tab), DEL or C1 control in `bytes`: what
+/// may reach a terminal from a hostile session or peer.
+pub fn assert_no_raw_controls(what: &str, bytes: &[u8]) {
+    let s = String::from_utf8_lossy(bytes);
+    let bad: Vec<char> = s
+        .chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c)
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: raw control characters {bad:?} in {s}"
+    );
 }

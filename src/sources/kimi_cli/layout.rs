@@ -146,6 +146,25 @@ pub fn rotation_of(name: &str, stem: &str) -> Option<Option<u64>> {
     n.parse::<u64>().ok().map(Some)
 }
 
+/// Why a name that looks like one of `stem`'s rotations is not one, when
+/// it is that close: `<stem>_<x>.jsonl` with one `_`-free part `x` that is
+/// not a rotation number (`+3`, `x`, `1a`) or too big for 64 bits. Names of
+/// other families (`context_sub_1.jsonl`) are not near misses.
+pub fn near_miss(name: &str, stem: &str) -> Option<String> {
+    let rest = name
+        .strip_prefix(stem)?
+        .strip_prefix('_')?
+        .strip_suffix(SUFFIX)?;
+    if rest.is_empty() || rest.contains('_') || rotation_of(name, stem).is_some() {
+        return None;
+    }
+    Some(if rest.bytes().all(|b| b.is_ascii_digit()) {
+        "rotation number does not fit in 64 bits; skipped".to_string()
+    } else {
+        format!("not a rotation name ({stem}_<digits>{SUFFIX}, as kimi-cli matches them); skipped")
+    })
+}
+
 /// The name of a family's current file (`<stem>.jsonl`), from the names
 /// of its world-line files: the one every other name rotates, else (only
 /// rotations left) the newest with its `_N` taken off. One file alone is
@@ -310,6 +329,14 @@ pub fn sort_subagents<T>(subs: &mut [T], spec: impl Fn(&T) -> (&AgentSpec, Optio
 /// (see [`sort_subagents`]). Also returns the directories a watcher should
 /// cover beyond the session's own folder.
 pub fn subagents(layout: &Layout) -> (Vec<AgentSpec>, Vec<PathBuf>) {
+    let (specs, dirs, _) = subagents_checked(layout);
+    (specs, dirs)
+}
+
+/// [`subagents`], and a `subagents/` that exists but cannot be listed (its
+/// subagents would otherwise vanish without a word).
+pub fn subagents_checked(layout: &Layout) -> (Vec<AgentSpec>, Vec<PathBuf>, Vec<super::Skipped>) {
+    let mut unreadable = Vec::new();
     let mut out = Vec::new();
     let mut dirs = Vec::new();
     let folder = layout.folder();
@@ -352,7 +379,16 @@ pub fn subagents(layout: &Layout) -> (Vec<AgentSpec>, Vec<PathBuf>) {
     // `subagents/<agent_id>/` (1.25+).
     if let Layout::Dir { dir } = layout {
         let root = dir.join(SUBAGENTS);
-        if let Ok(entries) = std::fs::read_dir(&root) {
+        let listing = std::fs::read_dir(&root);
+        if let Err(e) = &listing {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                unreadable.push(super::Skipped {
+                    name: SUBAGENTS.to_string(),
+                    why: format!("cannot be listed ({e}); its subagents are not shown"),
+                });
+            }
+        }
+        if let Ok(entries) = listing {
             dirs.push(root.clone());
             for e in entries.flatten() {
                 let p = e.path();
@@ -373,7 +409,7 @@ pub fn subagents(layout: &Layout) -> (Vec<AgentSpec>, Vec<PathBuf>) {
             }
         }
     }
-    (out, dirs)
+    (out, dirs, unreadable)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! of, then the longest shared prefix, then the newest one older than the
 //! fork.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -27,13 +28,15 @@ pub fn parse_title(title: &str) -> Option<(LinkKind, &str)> {
 }
 
 /// A sibling session: its path, id and title.
+#[derive(Clone)]
 struct Sibling {
     path: PathBuf,
     id: String,
     title: Option<String>,
 }
 
-/// Directory sessions of the same work-dir folder, except `me`.
+/// Directories of the same work-dir folder, except `me`, with their titles
+/// (whether each is a session is asked only of those whose title matters).
 fn siblings(me: &Path) -> Vec<Sibling> {
     let Some(folder) = me.parent() else {
         return Vec::new();
@@ -44,7 +47,7 @@ fn siblings(me: &Path) -> Vec<Sibling> {
     entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p != me && p.is_dir() && is_session(p))
+        .filter(|p| p != me && p.is_dir())
         .map(|p| Sibling {
             id: layout::file_name(&p),
             title: meta::title(&p.join(layout::STATE)),
@@ -70,17 +73,18 @@ fn born(path: &Path) -> Option<SystemTime> {
 }
 
 /// How well a candidate source explains a copy: (the copy is a prefix of
-/// its current world line, records shared with its best world line).
-fn fit(copy: &FileIndex, source: &[FileIndex]) -> Option<(bool, usize)> {
+/// its current world line, records shared with its best world line, that
+/// world line — the newest of equals, as the copy is of the current one).
+fn fit(copy: &FileIndex, source: &[FileIndex]) -> Option<(bool, usize, usize)> {
     let current = source.last()?;
-    let shared = source
+    let (line, shared) = source
         .iter()
-        .map(|f| shared_prefix(&f.records, &copy.records))
-        .max()
-        .unwrap_or(0);
+        .enumerate()
+        .map(|(i, f)| (i, shared_prefix(&f.records, &copy.records)))
+        .max_by_key(|&(i, n)| (n, i))?;
     let prefix_of_current = shared_prefix(&current.records, &copy.records) == copy.records.len();
     // An empty copy (an `/undo` of the first turn) fits by title alone.
-    (shared > 0 || copy.records.is_empty()).then_some((prefix_of_current, shared))
+    (shared > 0 || copy.records.is_empty()).then_some((prefix_of_current, shared, line))
 }
 
 /// Picks the source among candidates, each with its files.
@@ -88,26 +92,29 @@ fn pick(
     me: &Path,
     kind: LinkKind,
     copy: &FileIndex,
-    candidates: Vec<(Sibling, Vec<FileIndex>)>,
+    candidates: Vec<(Sibling, Cow<'_, [FileIndex]>)>,
 ) -> Option<SessionLink> {
     let my_birth = born(me);
     candidates
         .into_iter()
         .filter_map(|(s, files)| {
-            let (prefix, shared) = fit(copy, &files)?;
+            let (prefix, shared, line) = fit(copy, &files)?;
             let b = born(&s.path);
             let older = match (b, my_birth) {
                 (Some(b), Some(m)) => b <= m,
                 _ => true,
             };
-            Some(((prefix, shared, older, b), s, shared))
+            let file = files[line].name.clone();
+            Some(((prefix, shared, older, b), s, shared, line, file))
         })
         .max_by(|a, b| a.0.cmp(&b.0))
-        .map(|(_, s, shared)| SessionLink {
+        .map(|(_, s, shared, line, file)| SessionLink {
             session: s.id,
             dir: s.path,
             records: shared,
             kind,
+            source_line: line,
+            source_file: file,
             line: None,
         })
 }
@@ -124,7 +131,8 @@ pub fn source_of(path: &Path) -> Option<SessionLink> {
     source_among(path, kind, source_title, &copy, siblings(path), None)
 }
 
-/// `me_files` stands in for one candidate already read (by its path).
+/// The source of `me` among `siblings` titled `source_title`; `known` is
+/// one candidate already read (by its path), borrowed rather than read again.
 fn source_among(
     me: &Path,
     kind: LinkKind,
@@ -133,13 +141,14 @@ fn source_among(
     siblings: Vec<Sibling>,
     known: Option<(&Path, &[FileIndex])>,
 ) -> Option<SessionLink> {
-    let candidates: Vec<(Sibling, Vec<FileIndex>)> = siblings
+    let candidates: Vec<(Sibling, Cow<'_, [FileIndex]>)> = siblings
         .into_iter()
         .filter(|s| s.path != me && s.title.as_deref() == Some(source_title))
+        .filter(|s| known.is_some_and(|(p, _)| p == s.path) || is_session(&s.path))
         .map(|s| {
             let files = match known {
-                Some((p, f)) if p == s.path => f.to_vec(),
-                _ => main_files(&s.path),
+                Some((p, f)) if p == s.path => Cow::Borrowed(f),
+                _ => Cow::Owned(main_files(&s.path)),
             };
             (s, files)
         })
@@ -162,16 +171,7 @@ pub fn of(layout: &Layout, title: Option<&str>, files: &[FileIndex]) -> Lineage 
     }
     let forked_from = parse_title(title).and_then(|(kind, source_title)| {
         let copy = files.first()?;
-        let cands = sibs
-            .iter()
-            .filter(|s| s.title.as_deref() == Some(source_title))
-            .map(|s| Sibling {
-                path: s.path.clone(),
-                id: s.id.clone(),
-                title: s.title.clone(),
-            })
-            .collect();
-        source_among(dir, kind, source_title, copy, cands, None)
+        source_among(dir, kind, source_title, copy, sibs.clone(), None)
     });
     let mut forks = Vec::new();
     for s in &sibs {
@@ -187,12 +187,8 @@ pub fn of(layout: &Layout, title: Option<&str>, files: &[FileIndex]) -> Lineage 
         // The fork's other candidates are my siblings titled like me, and me.
         let mut cands: Vec<Sibling> = sibs
             .iter()
-            .filter(|o| o.path != s.path && o.title.as_deref() == Some(title))
-            .map(|o| Sibling {
-                path: o.path.clone(),
-                id: o.id.clone(),
-                title: o.title.clone(),
-            })
+            .filter(|o| o.title.as_deref() == Some(title))
+            .cloned()
             .collect();
         cands.push(Sibling {
             path: dir.clone(),
@@ -201,12 +197,14 @@ pub fn of(layout: &Layout, title: Option<&str>, files: &[FileIndex]) -> Lineage 
         });
         let src = source_among(&s.path, kind, title, &copy, cands, Some((dir, files)));
         if src.is_some_and(|l| l.dir == *dir) {
-            let records = fit(&copy, files).map_or(0, |f| f.1);
+            let (records, line) = fit(&copy, files).map_or((0, 0), |f| (f.1, f.2));
             forks.push(SessionLink {
                 session: s.id.clone(),
                 dir: s.path.clone(),
                 records,
                 kind,
+                source_line: line,
+                source_file: files.get(line).map(|f| f.name.clone()).unwrap_or_default(),
                 line: None,
             });
         }

@@ -13,10 +13,11 @@ pub mod wire;
 use std::path::{Path, PathBuf};
 
 pub use layout::{AgentSpec, Layout};
-pub use share::{list, modified, resolve, sessions_in, Locator, SessionSummary};
+pub use share::{list, list_checked, modified, resolve, sessions_in, Locator, SessionSummary};
 
 use super::{AgentParts, SessionParts, WireLog};
 use crate::error::{Error, Result};
+use crate::model::Warning;
 use crate::read;
 
 /// One context file of a family.
@@ -31,17 +32,54 @@ pub struct ContextFile {
 
 /// A family's world-line files, oldest first (see [`layout::world_line_files`]).
 pub fn family_files(dir: &Path, stem: &str) -> Result<Vec<ContextFile>> {
+    Ok(family_files_checked(dir, stem)?.0)
+}
+
+/// A file of a family's directory that looked like a world line but was
+/// not taken, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    pub name: String,
+    pub why: String,
+}
+
+/// [`family_files`], saying what was skipped: names kimi-cli's own rule
+/// (`^<stem>_(\d+)<suffix>$`, so `context_01` is rotation 1) does not
+/// take although they look like it (`context_+3`, `context_x`), numbers
+/// past 64 bits, a second file for one rotation number, and world-line
+/// names that are not regular files (a directory, FIFO, socket or symlink,
+/// which is not followed).
+pub fn family_files_checked(dir: &Path, stem: &str) -> Result<(Vec<ContextFile>, Vec<Skipped>)> {
     let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
     let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    let mut skip = |name: &str, why: String| {
+        skipped.push(Skipped {
+            name: name.to_string(),
+            why,
+        })
+    };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let Some(rotation) = layout::rotation_of(&name, stem) else {
+            if let Some(why) = layout::near_miss(&name, stem) {
+                skip(&name, why);
+            }
             continue;
         };
-        let Ok(meta) = entry.metadata() else { continue };
-        if !meta.is_file() {
+        let Ok(ft) = entry.file_type() else { continue };
+        if !ft.is_file() {
+            let kind = if ft.is_symlink() {
+                "a symbolic link (not followed)"
+            } else if ft.is_dir() {
+                "a directory"
+            } else {
+                "not a regular file (a FIFO, socket or device)"
+            };
+            skip(&name, format!("is {kind}; not read as a world line"));
             continue;
         }
+        let Ok(meta) = entry.metadata() else { continue };
         files.push(ContextFile {
             name,
             path: entry.path(),
@@ -49,9 +87,43 @@ pub fn family_files(dir: &Path, stem: &str) -> Result<Vec<ContextFile>> {
             len: meta.len(),
         });
     }
-    files.sort_by_key(|f| layout::family_order(f.rotation));
-    let keep = layout::world_line_files(&files, |f| f.rotation, |f| f.len == 0);
-    Ok(keep.into_iter().map(|i| files[i].clone()).collect())
+    // The plain spelling first, so `context_1` wins over `context_01`.
+    files.sort_by(|a, b| {
+        layout::family_order(a.rotation)
+            .cmp(&layout::family_order(b.rotation))
+            .then(a.name.len().cmp(&b.name.len()))
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let mut unique: Vec<ContextFile> = Vec::with_capacity(files.len());
+    for f in files {
+        match unique.last() {
+            Some(prev) if prev.rotation == f.rotation => skip(
+                &f.name,
+                format!("the same rotation number as {}; skipped", prev.name),
+            ),
+            _ => unique.push(f),
+        }
+    }
+    let keep = layout::world_line_files(&unique, |f| f.rotation, |f| f.len == 0);
+    let files = keep.into_iter().map(|i| unique[i].clone()).collect();
+    skipped.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok((files, skipped))
+}
+
+fn warning(file: String, message: String) -> Warning {
+    Warning {
+        file,
+        line: 0,
+        message,
+    }
+}
+
+/// `path` made absolute, resolving `.` and `..` (canonical when it exists,
+/// so `tree .` names the directory it is in).
+fn absolute_session_path(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Does this path name a session (a main world line exists)?
@@ -61,46 +133,84 @@ pub fn is_session(path: &Path) -> bool {
 }
 
 /// Indexes one agent's family. File names carry the spec's prefix so
-/// warnings from subagents say where they are.
+/// warnings from subagents say where they are. What cannot be read beside
+/// the context files (`wire.jsonl`, `meta.json`, skipped names) becomes a
+/// warning, never a failure.
 pub fn read_agent(spec: &AgentSpec) -> Result<AgentParts> {
     let mut files = Vec::new();
-    for cf in family_files(&spec.dir, &spec.stem)? {
+    let (family, skipped) = family_files_checked(&spec.dir, &spec.stem)?;
+    let mut warnings: Vec<Warning> = skipped
+        .into_iter()
+        .map(|s| warning(format!("{}{}", spec.prefix, s.name), s.why))
+        .collect();
+    for cf in family {
         files.push(read::index_file(
             &cf.path,
             &format!("{}{}", spec.prefix, cf.name),
         )?);
     }
+    let wire = match spec.wire.as_deref().map(WireLog::read_checked) {
+        Some(Ok(w)) => w,
+        Some(Err(why)) => {
+            let name = format!("{}{}", spec.prefix, layout::WIRE);
+            warnings.push(warning(name, format!("{why}; no times from it")));
+            None
+        }
+        None => None,
+    };
+    let (meta, meta_problem) = meta::read_meta_checked(&spec.meta);
+    if let Some(why) = meta_problem {
+        warnings.push(warning(format!("{}{}", spec.prefix, layout::META), why));
+    }
     Ok(AgentParts {
         dir: spec.dir.clone(),
         files,
         forks: Vec::new(),
-        wire: spec.wire.as_deref().and_then(WireLog::read),
-        meta: meta::read_meta(&spec.meta),
+        wire,
+        meta,
         link: spec.link.clone(),
+        warnings,
         ..AgentParts::default()
     })
 }
 
 /// Everything about one session, read from disk.
+///
+/// A relative path (`tree .`) is made absolute first, so the session has
+/// its real id and an absolute directory.
 pub fn parts(path: &Path) -> Result<SessionParts> {
+    let path = &absolute_session_path(path);
     let layout = Layout::of(path);
-    let main = read_agent(&layout.main())?;
+    let mut main = read_agent(&layout.main())?;
     if main.files.is_empty() {
         return Err(Error::NoContextFile {
             path: path.to_path_buf(),
         });
     }
-    let (specs, _) = layout::subagents(&layout);
+    let (specs, _, unreadable) = layout::subagents_checked(&layout);
+    main.warnings
+        .extend(unreadable.into_iter().map(|s| warning(s.name, s.why)));
     let mut subs = Vec::with_capacity(specs.len());
     for spec in &specs {
-        subs.push((spec, read_agent(spec)?));
+        // One subagent that cannot be read costs its own world lines only.
+        match read_agent(spec) {
+            Ok(a) => subs.push((spec, a)),
+            Err(e) => main.warnings.push(warning(
+                spec.prefix.trim_end_matches('/').to_string(),
+                format!("subagent not read: {e}"),
+            )),
+        }
     }
     layout::sort_subagents(&mut subs, |(s, a)| {
         (*s, a.meta.as_ref().and_then(|m| m.created_at))
     });
-    let title = layout
-        .side_file(layout::STATE)
-        .and_then(|p| meta::title(&p));
+    let (title, state_problem) = match layout.side_file(layout::STATE) {
+        Some(p) => meta::title_checked(&p),
+        None => (None, None),
+    };
+    if let Some(why) = state_problem {
+        main.warnings.push(warning(layout::STATE.to_string(), why));
+    }
     let lineage = lineage::of(&layout, title.as_deref(), &main.files);
     Ok(SessionParts {
         dir: layout.path(),

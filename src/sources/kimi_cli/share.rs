@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use md5::{Digest, Md5};
+use serde::Serialize;
 
 use super::layout::{self, file_name, flat_name, flat_path, Layout};
 use super::{family_files, is_session, lineage, meta};
 use crate::error::{Error, Result};
+use crate::model::Warning;
 use crate::read::guard;
 
 /// Where to look: the share dir and the directory the user is in.
@@ -230,9 +232,17 @@ pub fn title(path: &Path) -> Option<String> {
 
 /// Work dirs known to `kimi.json`, by the folder name kimi-cli gives them.
 pub fn work_dirs(share_dir: &Path) -> HashMap<String, String> {
+    work_dirs_checked(share_dir).0
+}
+
+/// [`work_dirs`], and why `kimi.json` was not read when it exists but is a
+/// FIFO, a device, too big or not JSON.
+pub fn work_dirs_checked(share_dir: &Path) -> (HashMap<String, String>, Option<String>) {
     let mut map = HashMap::new();
-    let Ok(Some(doc)) = guard::read_json(&share_dir.join("kimi.json"), guard::KIMI_JSON_CAP) else {
-        return map;
+    let doc = match guard::read_json(&share_dir.join("kimi.json"), guard::KIMI_JSON_CAP) {
+        Ok(Some(doc)) => doc,
+        Ok(None) => return (map, None),
+        Err(why) => return (map, Some(why)),
     };
     for wd in doc
         .get("work_dirs")
@@ -250,7 +260,7 @@ pub fn work_dirs(share_dir: &Path) -> HashMap<String, String> {
         };
         map.insert(key, path.to_string());
     }
-    map
+    (map, None)
 }
 
 /// The work dir a session belongs to, from `kimi.json` (the share dir is
@@ -265,21 +275,60 @@ pub fn work_dir_of(path: &Path) -> Option<String> {
     work_dirs(share).remove(&file_name(&folder))
 }
 
-pub use crate::sources::SessionSummary;
+/// One row of `worldline list` and of the picker.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionSummary {
+    pub id: String,
+    /// `kimi-cli` or `kimi-code`.
+    pub tool: &'static str,
+    /// Not UTF-8 in a name must not fail the whole listing.
+    #[serde(serialize_with = "lossy_path")]
+    pub dir: PathBuf,
+    pub work_dir: Option<String>,
+    pub title: Option<String>,
+    pub world_lines: usize,
+    pub subagents: usize,
+    /// Unix seconds.
+    pub modified: u64,
+    pub size: u64,
+    /// The session this one was made from by `/fork` or `/undo`.
+    pub forked_from: Option<String>,
+    /// `"fork"` or `"undo"` when `forked_from` is set.
+    pub fork_kind: Option<String>,
+}
+
+fn lossy_path<S: serde::Serializer>(p: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
+}
 
 pub fn summarize(path: &Path, work_dirs: &HashMap<String, String>) -> SessionSummary {
+    summarize_checked(path, work_dirs).0
+}
+
+/// [`summarize`], with a warning for a `state.json` that could not be read.
+pub fn summarize_checked(
+    path: &Path,
+    work_dirs: &HashMap<String, String>,
+) -> (SessionSummary, Option<Warning>) {
     let l = Layout::of(path);
+    let state = l.side_file(layout::STATE);
+    let (title, problem) = state.as_deref().map_or((None, None), meta::title_checked);
+    let warning = problem.map(|message| Warning {
+        file: state.unwrap_or_default().to_string_lossy().into_owned(),
+        line: 0,
+        message,
+    });
     let files = family_files(l.folder(), l.stem()).unwrap_or_default();
     let work_folder = match &l {
         Layout::Dir { dir } => dir.parent().map(file_name).unwrap_or_default(),
         Layout::Flat { folder, .. } => file_name(folder),
     };
-    SessionSummary {
+    let row = SessionSummary {
         id: l.id(),
         tool: "kimi-cli",
         dir: path.to_path_buf(),
         work_dir: work_dirs.get(&work_folder).cloned(),
-        title: title(path),
+        title,
         world_lines: files.len(),
         subagents: layout::subagents(&l).0.len(),
         modified: modified(path)
@@ -289,19 +338,43 @@ pub fn summarize(path: &Path, work_dirs: &HashMap<String, String>) -> SessionSum
         size: size_of(own_entries(path)),
         forked_from: None,
         fork_kind: None,
-    }
+    };
+    (row, warning)
 }
 
 /// Sessions of the current directory (or all), newest first, each fork
 /// right after the session it came from.
 pub fn list(loc: &Locator, all: bool) -> Vec<SessionSummary> {
+    list_checked(loc, all).0
+}
+
+/// [`list`], and warnings for the side files (`kimi.json`, a session's
+/// `state.json`) that exist but could not be read.
+pub fn list_checked(loc: &Locator, all: bool) -> (Vec<SessionSummary>, Vec<Warning>) {
     let dirs = if all {
         session_dirs(&loc.sessions_root())
     } else {
         sessions_in(&loc.cwd_sessions())
     };
-    let wd = work_dirs(&loc.share_dir);
-    let mut out: Vec<SessionSummary> = dirs.iter().map(|d| summarize(d, &wd)).collect();
+    let (wd, kimi_problem) = work_dirs_checked(&loc.share_dir);
+    let mut warnings: Vec<Warning> = kimi_problem
+        .map(|message| Warning {
+            file: loc
+                .share_dir
+                .join("kimi.json")
+                .to_string_lossy()
+                .into_owned(),
+            line: 0,
+            message,
+        })
+        .into_iter()
+        .collect();
+    let mut out: Vec<SessionSummary> = Vec::with_capacity(dirs.len());
+    for d in &dirs {
+        let (row, w) = summarize_checked(d, &wd);
+        out.push(row);
+        warnings.extend(w);
+    }
     out.sort_by(|a, b| b.modified.cmp(&a.modified).then(a.id.cmp(&b.id)));
     for row in &mut out {
         if let Some(link) = lineage::source_of(&row.dir) {
@@ -309,7 +382,7 @@ pub fn list(loc: &Locator, all: bool) -> Vec<SessionSummary> {
             row.fork_kind = Some(link.kind.as_str().to_string());
         }
     }
-    lineage::forks_under_sources(out)
+    (lineage::forks_under_sources(out), warnings)
 }
 
 #[cfg(test)]

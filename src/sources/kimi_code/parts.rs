@@ -24,15 +24,20 @@ pub fn session_parts(cs: &CodeSession, forks: Vec<ForkLink>) -> SessionParts {
     let bucket = cs.dir.parent().map(|p| p.to_path_buf()).unwrap_or_default();
     // Both wires hold the same bytes up to the fork line: count here.
     let main = cs.agents.first();
-    let link = |f: ForkLink| SessionLink {
-        dir: bucket.join(&f.session),
-        records: match (main, f.line) {
+    let link = |f: ForkLink| {
+        let (records, source_line) = match (main, f.line) {
             (Some(m), Some(line)) => records_upto(m, line),
-            _ => 0,
-        },
-        session: f.session,
-        kind: LinkKind::Fork,
-        line: f.line,
+            _ => (0, 0),
+        };
+        SessionLink {
+            dir: bucket.join(&f.session),
+            records,
+            session: f.session,
+            kind: LinkKind::Fork,
+            line: f.line,
+            source_line,
+            source_file: main.map(|m| m.wire.name.clone()).unwrap_or_default(),
+        }
     };
     SessionParts {
         dir: cs.dir.clone(),
@@ -47,12 +52,12 @@ pub fn session_parts(cs: &CodeSession, forks: Vec<ForkLink>) -> SessionParts {
     }
 }
 
-/// Records of the conversation at `line`: the view of the branch that
-/// wrote it, up to it.
-fn records_upto(a: &AgentWire, line: u32) -> usize {
+/// Records of the conversation at `line` (the view of the branch that
+/// wrote it, up to it), and that branch.
+fn records_upto(a: &AgentWire, line: u32) -> (usize, usize) {
     let b = a.tree.owner_of(line).unwrap_or(a.tree.active);
     let (ix, _) = records::branch_index(&a.wire, &a.tree, b);
-    ix.records.iter().take_while(|r| r.line <= line).count()
+    (ix.records.iter().take_while(|r| r.line <= line).count(), b)
 }
 
 fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
@@ -89,10 +94,6 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
         files.push(file);
         forks.push(fork);
         times.push(when);
-    }
-    // The wire's warnings, once (every branch is a view of the same file).
-    if let Some(first) = files.first_mut() {
-        first.warnings = a.wire.warnings.clone();
     }
     let link = (ai > 0).then(|| cs.spawn_link(&a.id)).flatten();
     let meta = (ai > 0).then(|| SubagentMeta {
@@ -135,5 +136,7 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
             .collect(),
         parent_line: link.and_then(|l| l.line),
         times,
+        // The wire's, once: every branch is a view of the same file.
+        warnings: a.wire.warnings.clone(),
     }
 }

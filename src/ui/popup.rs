@@ -1,0 +1,236 @@
+//! The popups over the session screen, each with its update and its draw:
+//! help (from the key table), the subagent list and the filter menu. Their
+//! state is the `Overlay` variant that opens them.
+
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::Frame;
+
+use crate::text::{sanitize_line, truncate};
+
+use super::app::{offset, Action, App, Effect, FilterItem, Overlay};
+use super::rows::RoleFilter;
+use super::view::{centered, plural};
+
+impl App {
+    pub(super) fn update_subagents(&mut self, sel: usize, action: Action) -> Effect {
+        let n = self
+            .session
+            .as_ref()
+            .map_or(0, |s| s.agents.len().saturating_sub(1));
+        match action {
+            Action::Move(d) => {
+                self.overlay = Overlay::Subagents {
+                    sel: offset(sel, d).min(n.saturating_sub(1)),
+                }
+            }
+            Action::Expand => {
+                self.overlay = Overlay::None;
+                self.enter_agent(sel + 1);
+            }
+            Action::Quit => return Effect::Quit,
+            _ => self.overlay = Overlay::None,
+        }
+        Effect::None
+    }
+
+    /// The filter menu's choices, with what each would show.
+    pub fn filter_items(&self) -> Vec<FilterItem> {
+        use crate::model::Role;
+        let mut items = vec![
+            FilterItem {
+                label: "steps (one row each)".into(),
+                count: self.rows.step_count(),
+                role: RoleFilter::All,
+                every: false,
+            },
+            FilterItem {
+                label: "every record".into(),
+                count: self.rows.total,
+                role: RoleFilter::All,
+                every: true,
+            },
+        ];
+        let Some(f) = self.family() else {
+            return items;
+        };
+        let mut counts = [0usize; 4];
+        for (li, file) in f.files.iter().enumerate() {
+            let skip = f.lines.get(li).map_or(0, |l| l.shared);
+            for m in file.records.iter().skip(skip) {
+                let k = match m.role {
+                    Role::User if !super::rows::is_bookkeeping(m) => 0,
+                    Role::Assistant => 1,
+                    Role::Tool => 2,
+                    Role::Checkpoint => 3,
+                    _ => continue,
+                };
+                counts[k] += 1;
+            }
+        }
+        let roles = [
+            ("user messages", RoleFilter::User),
+            ("assistant messages", RoleFilter::Assistant),
+            ("tool results", RoleFilter::Tool),
+            ("checkpoints", RoleFilter::Checkpoints),
+        ];
+        for ((label, role), count) in roles.into_iter().zip(counts) {
+            items.push(FilterItem {
+                label: label.into(),
+                count,
+                role,
+                every: false,
+            });
+        }
+        for (name, count) in self.rows.tools(f) {
+            items.push(FilterItem {
+                label: format!("tool {}", crate::text::sanitize_line(name, 30)),
+                count: *count,
+                role: RoleFilter::ToolName(name.clone()),
+                every: false,
+            });
+        }
+        items
+    }
+
+    pub(super) fn update_filter_menu(&mut self, sel: usize, action: Action) -> Effect {
+        let items = self.filter_items();
+        let n = items.len();
+        match action {
+            Action::Move(d) | Action::Wheel(d) => {
+                self.overlay = Overlay::Filter {
+                    sel: offset(sel, d).min(n.saturating_sub(1)),
+                }
+            }
+            Action::Top => self.overlay = Overlay::Filter { sel: 0 },
+            Action::Bottom => {
+                self.overlay = Overlay::Filter {
+                    sel: n.saturating_sub(1),
+                }
+            }
+            Action::Expand => {
+                self.overlay = Overlay::None;
+                if let Some(item) = items.into_iter().nth(sel) {
+                    self.filter.role = item.role;
+                    self.filter.every = item.every;
+                    self.refilter();
+                    self.status = Some(format!("showing {} ({})", item.label, item.count));
+                }
+            }
+            Action::Quit => return Effect::Quit,
+            _ => self.overlay = Overlay::None,
+        }
+        Effect::None
+    }
+}
+
+pub fn draw_help(f: &mut Frame, app: &App) {
+    let t = &app.theme;
+    let area = centered(f.area(), 86, 40);
+    let (_, hidden) = super::keys::footer(f.area().width as usize);
+    let mut lines: Vec<Line> = Vec::new();
+    for b in super::keys::TABLE.iter().filter(|b| !b.keys.is_empty()) {
+        let off_footer = b.footer.is_some_and(|(label, _)| hidden.contains(&label));
+        lines.push(Line::from(vec![
+            Span::styled(format!(" {:<13}", b.keys), t.bold()),
+            Span::raw(b.what),
+            Span::styled(
+                if off_footer {
+                    "  (not in the footer)"
+                } else {
+                    ""
+                },
+                t.dim(),
+            ),
+        ]));
+    }
+    lines.push(Line::from(vec![
+        Span::styled(format!(" {:<13}", "mouse"), t.bold()),
+        Span::raw("wheel scrolls, click selects a row or a map track"),
+    ]));
+    lines.push(Line::default());
+    lines.push(Line::from(vec![
+        Span::styled(" Map ", t.bold()),
+        Span::raw(
+            "one track per world line, oldest first, in written order: ━ its own records, \
+             ⚑N checkpoints, ┗ where it left the line above, ✉ a D-Mail sent (✗ refused), \
+             ◆ current head, ┫ abandoned, ⊜ compaction, ∅ /clear, ⇲ a subagent; the arc \
+             joins a D-Mail's sender to the checkpoint it went back to.",
+        ),
+    ]));
+    lines.push(Line::from(vec![
+        Span::styled(" Rows ", t.bold()),
+        Span::raw(
+            "one per step (a checkpoint to the next): ⚑ gutter, what it did, tools ✓/✗, tokens, \
+             time; ▸ unfolds. Lanes keep their column; each is named at its tip.",
+        ),
+    ]));
+    lines.push(Line::from(vec![
+        Span::styled(" Divergence N.ppphhh ", t.bold()),
+        Span::raw(
+            "N = D-Mails between α and this line, ppp = per mille of its parent left behind, \
+             hhh = fingerprint of the D-Mail. None for compaction or /clear.",
+        ),
+    ]));
+    let p = Paragraph::new(lines)
+        .block(Block::bordered().title(" help — any key closes "))
+        .wrap(Wrap { trim: false });
+    f.render_widget(Clear, area);
+    f.render_widget(p, area);
+}
+
+pub fn draw_filter_menu(f: &mut Frame, app: &App, sel: usize) {
+    let t = &app.theme;
+    let items = app.filter_items();
+    let h = (items.len() as u16 + 2).min(f.area().height.saturating_sub(2));
+    let area = centered(f.area(), 50, h);
+    let visible = h.saturating_sub(2) as usize;
+    let first = sel.saturating_sub(visible.saturating_sub(1));
+    let mut lines = Vec::new();
+    for (i, it) in items.iter().enumerate().skip(first).take(visible) {
+        let current = it.role == app.filter.role && it.every == app.filter.every;
+        let text = format!(
+            " {} {:<34}{:>8}",
+            if current { '●' } else { ' ' },
+            truncate(&it.label, 34),
+            it.count
+        );
+        let style = if i == sel { t.selected() } else { Style::new() };
+        lines.push(Line::from(Span::styled(text, style)));
+    }
+    let p =
+        Paragraph::new(lines).block(Block::bordered().title(" show — Enter picks, Esc closes "));
+    f.render_widget(Clear, area);
+    f.render_widget(p, area);
+}
+
+pub fn draw_subagents(f: &mut Frame, app: &App, sel: usize) {
+    let t = &app.theme;
+    let Some(s) = &app.session else { return };
+    let n = s.agents.len().saturating_sub(1) as u16;
+    let area = centered(f.area(), 70, n + 4);
+    let mut lines = Vec::new();
+    for (i, a) in s.agents.iter().enumerate().skip(1) {
+        let m = a.meta.clone().unwrap_or_default();
+        let text = format!(
+            " {} ({}) {} · {} world line{} {}",
+            sanitize_line(&m.agent_id, 20),
+            sanitize_line(m.subagent_type.as_deref().unwrap_or("?"), 12),
+            sanitize_line(m.description.as_deref().unwrap_or(""), 30),
+            a.family.lines.len(),
+            plural(a.family.lines.len()),
+            sanitize_line(m.status.as_deref().unwrap_or(""), 10)
+        );
+        let style = if i - 1 == sel {
+            t.selected()
+        } else {
+            Style::new()
+        };
+        lines.push(Line::from(Span::styled(text, style)));
+    }
+    let p = Paragraph::new(lines)
+        .block(Block::bordered().title(" subagents — Enter opens, Esc closes "));
+    f.render_widget(Clear, area);
+    f.render_widget(p, area);
+}
