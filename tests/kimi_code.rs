@@ -406,3 +406,72 @@ fn watch_follows_a_wire_written_live_through_a_repair() {
     assert_eq!(last.len(), 3);
     assert_eq!(tree["warnings"], json!([]));
 }
+
+/// One work dir with a kimi-cli session and a Kimi Code one: `list` shows
+/// both with their tool, `tree` with no argument opens the newer, and each
+/// id finds its own.
+#[test]
+fn a_work_dir_with_sessions_of_both_tools() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("project");
+    std::fs::create_dir_all(&work).unwrap();
+    let wd = work.to_str().unwrap();
+    // kimi-cli: sessions/md5(work)/<id>/
+    let share = tmp.path().join("share");
+    let cli_src = common::fixture_session("kimi-cli", "dmail_basic");
+    let cli_id = cli_src.file_name().unwrap().to_str().unwrap().to_string();
+    copy_dir(
+        &cli_src,
+        &share
+            .join("sessions")
+            .join(worldline::sources::kimi_cli::share::work_dir_hash(wd))
+            .join(&cli_id),
+    );
+    // Kimi Code: its own bucket for the same work dir.
+    let home = tmp.path().join("code");
+    let code_src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/kimi-code/a_undo1/home/sessions/wd_project_96bc0f8fee16/session_8439c013-be7e-48ba-a4f0-5119fdbf8549");
+    let code_dir = home
+        .join("sessions")
+        .join(worldline::sources::kimi_code::work_dir_key(wd))
+        .join("session_8439c013-be7e-48ba-a4f0-5119fdbf8549");
+    copy_dir(&code_src, &code_dir);
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(code_dir.join("state.json"))
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let run_here = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+        c.env("KIMI_SHARE_DIR", &share)
+            .env("KIMI_CODE_HOME", &home)
+            .current_dir(&work)
+            .args(args);
+        run(c)
+    };
+    let rows: Value = serde_json::from_str(&run_here(&["list", "--json"])).unwrap();
+    let tools: Vec<(&str, &str)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_str().unwrap(), r["tool"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("session_8439c013-be7e-48ba-a4f0-5119fdbf8549", "kimi-code"),
+            (cli_id.as_str(), "kimi-cli"),
+        ]
+    );
+    let newest: Value = serde_json::from_str(&run_here(&["tree", "--format", "json"])).unwrap();
+    assert_eq!(newest["tool"], "kimi-code");
+    let cli: Value =
+        serde_json::from_str(&run_here(&["tree", &cli_id[..8], "--format", "json"])).unwrap();
+    assert_eq!(cli["tool"], "kimi-cli");
+    assert_eq!(cli["world_lines"][0]["file"], "context_1.jsonl");
+    let code: Value =
+        serde_json::from_str(&run_here(&["tree", "session_84", "--format", "json"])).unwrap();
+    assert_eq!(code["world_lines"][1]["branch"], "b1");
+}
