@@ -63,6 +63,10 @@ fn two_undo_branches_and_a_compaction_read_at_both_sizes() {
             "{w}x{h}:\n{screen}"
         );
         assert!(screen.contains("current"), "{w}x{h}:\n{screen}");
+        if h >= 40 {
+            // The map's legend names the compaction marked on β.
+            assert!(screen.contains("⊜ compaction"), "{w}x{h}:\n{screen}");
+        }
         // Every record: both forks drawn leaving their parent, the compaction
         // marked on β's lane.
         press(&mut a, "a");
