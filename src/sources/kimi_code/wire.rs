@@ -107,7 +107,15 @@ pub struct WireIndex {
     steps: HashMap<String, usize>,
     /// The start of a line whose end hasn't arrived.
     pending: Vec<u8>,
+    /// Bytes so far of a line past `line_cap`, read past instead of kept.
+    oversize: Option<u64>,
+    /// Longest line kept whole (0: the default).
+    line_cap: usize,
 }
+
+/// A line longer than this is counted and warned about, not kept: a wire
+/// line holds a whole tool output, but not gigabytes of one.
+pub const LINE_CAP: usize = 256 << 20;
 
 /// Types worth parsing; any other type that opens its line is counted only.
 const WANTED: [&str; 9] = [
@@ -161,25 +169,64 @@ impl WireIndex {
         let mut n = 0;
         let mut start = 0;
         for nl in memchr::memchr_iter(b'\n', chunk) {
-            if self.pending.is_empty() {
-                self.add_line(&chunk[start..nl], 1);
+            let piece = &chunk[start..nl];
+            if let Some(so_far) = self.oversize.take() {
+                self.skip_line(so_far + piece.len() as u64 + 1);
+            } else if self.pending.is_empty() {
+                self.add_line(piece, 1);
             } else {
                 let mut line = std::mem::take(&mut self.pending);
-                line.extend_from_slice(&chunk[start..nl]);
+                line.extend_from_slice(piece);
                 self.add_line(&line, 1);
             }
             n += 1;
             start = nl + 1;
         }
-        self.pending.extend_from_slice(&chunk[start..]);
+        let rest = &chunk[start..];
+        match &mut self.oversize {
+            Some(so_far) => *so_far += rest.len() as u64,
+            None => {
+                self.pending.extend_from_slice(rest);
+                if self.pending.len() > self.cap() {
+                    self.oversize = Some(self.pending.len() as u64);
+                    self.pending = Vec::new();
+                }
+            }
+        }
         n
+    }
+
+    /// Lines longer than `cap` are read past (tests make it tiny).
+    pub fn with_line_cap(mut self, cap: usize) -> Self {
+        self.line_cap = cap;
+        self
+    }
+
+    fn cap(&self) -> usize {
+        if self.line_cap == 0 {
+            LINE_CAP
+        } else {
+            self.line_cap
+        }
+    }
+
+    /// A line too long to keep ended after `bytes` (its line end included).
+    fn skip_line(&mut self, bytes: u64) {
+        self.bytes += bytes;
+        self.lines += 1;
+        self.warn(format!(
+            "skipped a line of {bytes} bytes (longer than {} MiB)",
+            self.cap() >> 20
+        ));
     }
 
     /// The file ended: a last line without its newline counts once whole.
     /// A live tail doesn't call this: Kimi Code writes whole lines, so a
     /// line without its end is still being written.
     pub fn finish(&mut self) {
-        if !self.pending.is_empty() {
+        if let Some(so_far) = self.oversize.take() {
+            self.skip_line(so_far);
+        } else if !self.pending.is_empty() {
             let line = std::mem::take(&mut self.pending);
             self.add_line(&line, 0);
         }
@@ -187,7 +234,10 @@ impl WireIndex {
 
     /// Bytes of a half-written last line.
     pub fn pending_len(&self) -> usize {
-        self.pending.len()
+        match self.oversize {
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => self.pending.len(),
+        }
     }
 
     fn add_line(&mut self, raw: &[u8], terminator: u64) {
@@ -373,7 +423,8 @@ impl Sink for WireIndex {
     }
 
     fn reset(&mut self) {
-        *self = WireIndex::new(self.name.clone(), self.path.clone());
+        let cap = self.line_cap;
+        *self = WireIndex::new(self.name.clone(), self.path.clone()).with_line_cap(cap);
     }
 }
 
@@ -656,6 +707,29 @@ mod tests {
         assert_eq!(kinds[2], &EntryKind::Undo { count: 1 });
         assert_eq!(ix.warnings.len(), 1);
         assert_eq!(ix.warnings[0].line, 5);
+    }
+
+    #[test]
+    fn a_line_past_the_cap_is_counted_and_warned_not_kept() {
+        let big = format!(
+            "{{\"type\":\"context.append_message\",\"message\":{{\"role\":\"user\",\"content\":\"{}\"}}}}\n",
+            "x".repeat(500)
+        );
+        let wire =
+            format!("{{\"type\":\"metadata\"}}\n{big}{{\"type\":\"context.undo\",\"count\":1}}\n");
+        let mut ix = WireIndex::new("w", "/w").with_line_cap(100);
+        for c in wire.as_bytes().chunks(64) {
+            ix.feed(c);
+            assert!(ix.pending.len() <= 164, "held {}", ix.pending.len());
+        }
+        ix.finish();
+        assert_eq!(ix.lines, 3);
+        assert_eq!(ix.bytes, wire.len() as u64);
+        assert_eq!(ix.warnings.len(), 1);
+        assert_eq!(ix.warnings[0].line, 2);
+        assert_eq!(ix.entries.len(), 1);
+        assert_eq!(ix.entries[0].line, 3);
+        assert_eq!(ix.entries[0].offset, (20 + big.len()) as u64);
     }
 
     #[test]
