@@ -2,10 +2,25 @@
 //! `record` event with the native watcher, and whether one append costs the
 //! same on a 1 MB and on a big file.
 //!
+//! Then issue #14's long run: the same on a copy of `gen-session`'s long-run
+//! family (small records in three world lines) of 3 k and of 2 M records,
+//! and the ratio of the two.
+//!
 //! cargo bench --bench live_latency
 //! Knobs (env): WORLDLINE_BENCH_APPENDS (500), WORLDLINE_BENCH_BIG_MB (500),
 //! WORLDLINE_BENCH_LINE_KB (1024: the big file is made of lines this long),
-//! WORLDLINE_BENCH_POLL=1 (poll watcher instead).
+//! WORLDLINE_BENCH_POLL=1 (poll watcher instead), WORLDLINE_BENCH_ONLY=files
+//! or long-run (one part only), WORLDLINE_BENCH_LONG_RUN (2000000: records of
+//! the big long-run family; generated under /tmp/wl-perf/ once, copied to a
+//! temp dir for each run, since the bench appends to it).
+
+// The generator is shared with the example; this bench uses only part of it.
+#[allow(dead_code)]
+#[path = "../examples/gen_session/content.rs"]
+mod content;
+#[allow(dead_code)]
+#[path = "../examples/gen_session/gen.rs"]
+mod gen;
 
 use std::fs::OpenOptions;
 use std::io::Write;
@@ -95,10 +110,60 @@ fn run(size: usize, line_len: usize, n: usize, poll: bool) -> (Stats, Duration) 
     let dir = tmp.path().join("bench-session");
     std::fs::create_dir(&dir).expect("mkdir");
     let path = dir.join("context.jsonl");
-    let mut have = make_file(&path, size, line_len);
+    let have = make_file(&path, size, line_len);
+    follow_and_append(&dir, have, n, poll)
+}
+
+/// The long-run family of `records` records (generated once under
+/// /tmp/wl-perf/), copied into a temp dir: the bench appends to it.
+fn long_run_copy(records: u64, tmp: &Path) -> (std::path::PathBuf, usize) {
+    let share = std::path::PathBuf::from(format!("/tmp/wl-perf/small-family-{records}-seed1"));
+    let marker = share.join(".complete");
+    if !marker.exists() {
+        assert!(
+            !share.exists(),
+            "{} exists but is unfinished; delete it",
+            share.display()
+        );
+        eprintln!("generating {} …", share.display());
+        let opts = gen::Options {
+            size: 0,
+            seed: 1,
+            records: Some(records),
+            lines: 3,
+        };
+        gen::generate(&share, &opts).expect("generate");
+        std::fs::write(&marker, format!("{opts:?}\n")).expect("marker");
+    }
+    let session = gen::find_session(&share).expect("session");
+    let dir = tmp.join("long-run");
+    std::fs::create_dir(&dir).expect("mkdir");
+    for e in std::fs::read_dir(&session).expect("read_dir").flatten() {
+        if e.path().is_file() {
+            std::fs::copy(e.path(), dir.join(e.file_name())).expect("copy");
+        }
+    }
+    let have = std::fs::read(dir.join("context.jsonl"))
+        .map(|b| memchr::memchr_iter(b'\n', &b).count())
+        .expect("read");
+    (dir, have)
+}
+
+/// Issue #14: append → record event on a long-run family of `records`.
+fn run_long(records: u64, n: usize, poll: bool) -> (Stats, Duration) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (dir, have) = long_run_copy(records, tmp.path());
+    follow_and_append(&dir, have, n, poll)
+}
+
+/// Follows `dir` (whose `context.jsonl` holds `have` records), then appends
+/// `n` records one at a time; returns append → record-event latencies and
+/// the time of the initial read.
+fn follow_and_append(dir: &Path, mut have: usize, n: usize, poll: bool) -> (Stats, Duration) {
+    let path = dir.join("context.jsonl");
     let t = Instant::now();
     let (rx, _h) = live::spawn(
-        dir.clone(),
+        dir.to_path_buf(),
         LiveOptions {
             poll,
             ..LiveOptions::default()
@@ -138,7 +203,59 @@ fn main() {
     let line_kb = env_usize("WORLDLINE_BENCH_LINE_KB", 1024);
     let poll = std::env::var_os("WORLDLINE_BENCH_POLL").is_some();
     let watcher = if poll { "poll" } else { "native" };
-    println!("watcher: {watcher}");
+    println!("watcher: {watcher}, machine: {}", load_average());
+    let only = std::env::var("WORLDLINE_BENCH_ONLY").unwrap_or_default();
+    if only != "long-run" {
+        files(appends, big_mb, line_kb, poll);
+    }
+    if only != "files" {
+        let records = env_usize("WORLDLINE_BENCH_LONG_RUN", 2_000_000) as u64;
+        let (mut small, _) = run_long(3_000, appends / 5, poll);
+        println!("long-run family, 3 k records:   {}", small.line());
+        let (mut big, initial) = run_long(records, appends / 10, poll);
+        println!(
+            "long-run family, {} k records: {}  (initial read {:.2} s)",
+            records / 1000,
+            big.line(),
+            initial.as_secs_f64()
+        );
+        println!(
+            "ratio big / 3 k: p50 {:.1}×, p99 {:.1}× (goal: p99 within 2×)",
+            big.pct(0.5).as_secs_f64() / small.pct(0.5).as_secs_f64(),
+            big.pct(0.99).as_secs_f64() / small.pct(0.99).as_secs_f64()
+        );
+        snapshot_breakdown(records);
+    }
+}
+
+/// Where one snapshot's time goes on the big long-run family: the follower
+/// copies every record list it holds into the parts, rebuilds the session
+/// from them, and whoever held the previous snapshot drops it.
+fn snapshot_breakdown(records: u64) {
+    let share = std::path::PathBuf::from(format!("/tmp/wl-perf/small-family-{records}-seed1"));
+    let session = gen::find_session(&share).expect("session");
+    let parts = worldline::sources::parts(&session).expect("parts");
+    let t = Instant::now();
+    let copy = parts.clone();
+    let cloned = t.elapsed();
+    let t = Instant::now();
+    let s = Session::build(copy);
+    let built = t.elapsed();
+    let t = Instant::now();
+    drop(s);
+    let dropped = t.elapsed();
+    println!(
+        "one snapshot at {} k records: copy the parts {:.0} ms, Session::build {:.0} ms, \
+         drop the previous session {:.0} ms",
+        records / 1000,
+        ms(cloned),
+        ms(built),
+        ms(dropped)
+    );
+}
+
+/// The file-size part: one append on a 64 KB, 1 MB and big file.
+fn files(appends: usize, big_mb: usize, line_kb: usize, poll: bool) {
     let (mut small, _) = run(64 << 10, 1 << 10, appends, poll);
     println!("append -> record event, 64 KB file:   {}", small.line());
     let (mut one, _) = run(1 << 20, line_kb << 10, appends / 5, poll);
@@ -149,4 +266,10 @@ fn main() {
         big.line(),
         initial.as_secs_f64()
     );
+}
+
+fn load_average() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load: Vec<&str> = load.split_whitespace().take(3).collect();
+    format!("load average {}", load.join(" "))
 }

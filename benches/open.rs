@@ -3,7 +3,12 @@
 //! ```text
 //! cargo bench --bench open -- [--size 1GB] [--dir DIR] [--seed N] [--runs 3]
 //!                             [--records 1000000 | --no-records] [--no-jq] [--no-kimi]
+//!                             [--small-family 2000000 | --no-small-family] [--no-family]
 //! ```
+//!
+//! `--small-family N` (issue #14): N small records in three world lines
+//! (two D-Mails), the shape of a long run; its group also gives the `tree`
+//! process's peak RSS per record.
 //!
 //! Generates (or reuses) a session family with the `gen-session` generator,
 //! warms the page cache, then times each reader `--runs` times and prints
@@ -54,6 +59,14 @@ struct Args {
     records: u64,
     #[arg(long)]
     no_records: bool,
+    /// Records of the long-run family (three world lines of small records)
+    #[arg(long, default_value_t = 2_000_000)]
+    small_family: u64,
+    #[arg(long)]
+    no_small_family: bool,
+    /// Skip the size family (to measure only the small-record sessions)
+    #[arg(long)]
+    no_family: bool,
     #[arg(long)]
     no_jq: bool,
     #[arg(long)]
@@ -96,14 +109,19 @@ fn main() -> Result<()> {
             args.seed
         ))
     });
-    let family = ensure(
-        &dir,
-        &gen::Options {
-            size,
-            seed: args.seed,
-            records: None,
-        },
-    )?;
+    let family = if args.no_family {
+        None
+    } else {
+        Some(ensure(
+            &dir,
+            &gen::Options {
+                size,
+                seed: args.seed,
+                records: None,
+                lines: 1,
+            },
+        )?)
+    };
     let records = if args.no_records {
         None
     } else {
@@ -117,67 +135,24 @@ fn main() -> Result<()> {
                 size: 0,
                 seed: args.seed,
                 records: Some(args.records),
+                lines: 1,
             },
+        )?)
+    };
+
+    let small = if args.no_small_family {
+        None
+    } else {
+        Some(ensure(
+            &small_family_dir(args.small_family, args.seed),
+            &small_family_options(args.small_family, args.seed),
         )?)
     };
 
     let python = if args.no_kimi { None } else { kimi_python() };
     let mut table = Table::default();
-
-    // The family: every context file of the session and its subagents.
-    eprintln!("warming the page cache");
-    warm(&family.session_dir)?;
-    let mb = family.context_bytes as f64 / 1e6;
-    table.group(format!(
-        "family: {} context files, {:.0} MB ({:.0} MB with wire.jsonl and metadata), {} records",
-        family.files.len(),
-        mb,
-        family.total_bytes as f64 / 1e6,
-        family.records
-    ));
-    let wl = worldline_child(&family.session_dir, runs)?;
-    table.row("worldline tree --format json (process)", wl, mb, wl.secs);
-    let load = median(runs, || {
-        let t = Instant::now();
-        let s = worldline::worldline::Session::load(&family.session_dir)?;
-        let secs = t.elapsed().as_secs_f64();
-        drop(s);
-        Ok(Measure { secs, rss_kb: None })
-    })?;
-    table.row("worldline Session::load (in process)", load, mb, wl.secs);
-    let wire = wire_read(&family.session_dir.join("wire.jsonl"), runs)?;
-    table.row(&wire.0, wire.1, wire.2, wl.secs);
-    if !args.no_jq {
-        match jq(&family.files, runs)? {
-            Some(m) => table.row("jq -c .role (all context files)", m, mb, wl.secs),
-            None => table.note("jq: skipped, not installed"),
-        }
-    }
-
-    // context.jsonl alone: the one file kimi-cli restores.
-    let current = family.session_dir.join("context.jsonl");
-    let current_mb = file_mb(&current)?;
-    table.group(format!("context.jsonl alone: {current_mb:.0} MB"));
-    let index = index_file(&current, runs)?;
-    table.row(
-        "worldline read::index_file (in process)",
-        index,
-        current_mb,
-        index.secs,
-    );
-    if !args.no_jq {
-        if let Some(m) = jq(std::slice::from_ref(&current), runs)? {
-            table.row("jq -c .role", m, current_mb, index.secs);
-        }
-    }
-    match &python {
-        Some(py) => {
-            let m = kimi_restore(py, &current, runs)?;
-            table.row("kimi-cli Context.restore()", m, current_mb, index.secs);
-        }
-        None => table.note(
-            "kimi-cli: skipped, not installed (set KIMI_PYTHON to a Python that imports kimi_cli)",
-        ),
+    if let Some(family) = &family {
+        measure_family(family, &args, runs, python.as_deref(), &mut table)?;
     }
 
     // The million-record session of the scrolling goal.
@@ -214,12 +189,150 @@ fn main() -> Result<()> {
         }
     }
 
+    if let Some(small) = &small {
+        measure_small_family(small, &args, runs, &mut table)?;
+    }
+
     println!();
     println!("median of {runs} runs, warm page cache; ratio = time / the group's worldline time");
     println!("machine before: {machine_before}");
     println!("machine after:  {}", machine_state());
     println!();
     table.print();
+    Ok(())
+}
+
+/// The size family: every context file of the session and its subagents,
+/// then `context.jsonl` alone.
+fn measure_family(
+    family: &Family,
+    args: &Args,
+    runs: usize,
+    python: Option<&Path>,
+    table: &mut Table,
+) -> Result<()> {
+    // The family: every context file of the session and its subagents.
+    eprintln!("warming the page cache");
+    warm(&family.session_dir)?;
+    let mb = family.context_bytes as f64 / 1e6;
+    table.group(format!(
+        "family: {} context files, {:.0} MB ({:.0} MB with wire.jsonl and metadata), {} records",
+        family.files.len(),
+        mb,
+        family.total_bytes as f64 / 1e6,
+        family.records
+    ));
+    let wl = worldline_child(&family.session_dir, runs)?;
+    table.row("worldline tree --format json (process)", wl, mb, wl.secs);
+    let load = session_load(&family.session_dir, runs)?;
+    table.row("worldline Session::load (in process)", load, mb, wl.secs);
+    let wire = wire_read(&family.session_dir.join("wire.jsonl"), runs)?;
+    table.row(&wire.0, wire.1, wire.2, wl.secs);
+    if !args.no_jq {
+        match jq(&family.files, runs)? {
+            Some(m) => table.row("jq -c .role (all context files)", m, mb, wl.secs),
+            None => table.note("jq: skipped, not installed"),
+        }
+    }
+
+    // context.jsonl alone: the one file kimi-cli restores.
+    let current = family.session_dir.join("context.jsonl");
+    let current_mb = file_mb(&current)?;
+    table.group(format!("context.jsonl alone: {current_mb:.0} MB"));
+    let index = index_file(&current, runs)?;
+    table.row(
+        "worldline read::index_file (in process)",
+        index,
+        current_mb,
+        index.secs,
+    );
+    if !args.no_jq {
+        if let Some(m) = jq(std::slice::from_ref(&current), runs)? {
+            table.row("jq -c .role", m, current_mb, index.secs);
+        }
+    }
+    match python {
+        Some(py) => {
+            let m = kimi_restore(py, &current, runs)?;
+            table.row("kimi-cli Context.restore()", m, current_mb, index.secs);
+        }
+        None => table.note(
+            "kimi-cli: skipped, not installed (set KIMI_PYTHON to a Python that imports kimi_cli)",
+        ),
+    }
+
+    Ok(())
+}
+
+/// Where the long-run family of `records` records is kept.
+pub fn small_family_dir(records: u64, seed: u64) -> PathBuf {
+    PathBuf::from(format!("/tmp/wl-perf/small-family-{records}-seed{seed}"))
+}
+
+/// Issue #14's long-run family: small records in three world lines.
+pub fn small_family_options(records: u64, seed: u64) -> gen::Options {
+    gen::Options {
+        size: 0,
+        seed,
+        records: Some(records),
+        lines: 3,
+    }
+}
+
+/// Issue #14's table: `tree` against `jq` on the long-run family, with the
+/// peak RSS per record.
+fn measure_small_family(small: &Family, args: &Args, runs: usize, table: &mut Table) -> Result<()> {
+    warm(&small.session_dir)?;
+    let mb = small.context_bytes as f64 / 1e6;
+    table.group(format!(
+        "long-run family: {} records in {} context files, {mb:.0} MB ({:.0} MB with wire.jsonl)",
+        small.records,
+        small.files.len(),
+        small.total_bytes as f64 / 1e6
+    ));
+    let wl = worldline_child(&small.session_dir, runs)?;
+    table.row("worldline tree --format json (process)", wl, mb, wl.secs);
+    let load = session_load(&small.session_dir, runs)?;
+    table.row("worldline Session::load (in process)", load, mb, wl.secs);
+    let first = median(runs, || {
+        let t = Instant::now();
+        let (rx, handle) = worldline::live::spawn(small.session_dir.clone(), Default::default())?;
+        loop {
+            match rx.recv() {
+                Ok(worldline::live::LiveEvent::Snapshot(_)) => break,
+                Ok(_) => {}
+                Err(_) => bail!("the follower stopped before its first snapshot"),
+            }
+        }
+        let secs = t.elapsed().as_secs_f64();
+        drop(handle);
+        Ok(Measure { secs, rss_kb: None })
+    })?;
+    table.row(
+        "worldline live follower, first snapshot (the TUI's one read)",
+        first,
+        mb,
+        wl.secs,
+    );
+    let wire = wire_read(&small.session_dir.join("wire.jsonl"), runs)?;
+    table.row(&wire.0, wire.1, wire.2, wl.secs);
+    let mut jq_secs = None;
+    if !args.no_jq {
+        match jq(&small.files, runs)? {
+            Some(m) => {
+                jq_secs = Some(m.secs);
+                table.row("jq -c .role (all context files)", m, mb, wl.secs);
+            }
+            None => table.note("jq: skipped, not installed"),
+        }
+    }
+    let per_record = wl.rss_kb.unwrap_or(0) as f64 * 1024.0 / small.records.max(1) as f64;
+    let speedup = jq_secs.map_or("jq not run".to_string(), |j| {
+        format!("{:.1}× faster than jq", j / wl.secs)
+    });
+    table.note(&format!(
+        "tree: {speedup}; peak RSS {per_record:.0} B a record (goal: ≥ 10×, ≤ 64 B)"
+    ));
     Ok(())
 }
 
@@ -371,6 +484,18 @@ fn worldline_child(session: &Path, runs: usize) -> Result<Measure> {
             .args(["--format", "json"])
             .stdout(Stdio::null());
         Ok(run_child(&mut cmd)?.0)
+    })
+}
+
+/// `Session::load` in this process: the open without the export and the
+/// process start.
+fn session_load(session: &Path, runs: usize) -> Result<Measure> {
+    median(runs, || {
+        let t = Instant::now();
+        let s = worldline::worldline::Session::load(session)?;
+        let secs = t.elapsed().as_secs_f64();
+        drop(s);
+        Ok(Measure { secs, rss_kb: None })
     })
 }
 

@@ -100,6 +100,7 @@ fn main() -> Result<()> {
             size: 0,
             seed: args.seed,
             records: Some(args.records),
+            lines: 1,
         };
         let session = ensure(&dir, &opts)?;
         out.push(measure(
@@ -118,6 +119,7 @@ fn main() -> Result<()> {
             size: gen::parse_size(&args.size)?,
             seed: args.seed,
             records: None,
+            lines: 1,
         };
         let session = ensure(&dir, &opts)?;
         out.push(measure(&format!("{} family", args.size), &session, &args)?);

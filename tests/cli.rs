@@ -267,6 +267,42 @@ fn a_closed_stdout_ends_every_command_quietly_with_exit_0() {
 }
 
 #[test]
+fn watch_ends_when_its_reader_goes_away_even_on_a_quiet_session() {
+    use std::io::BufRead;
+    let share = history("v1_40_0_fork_undo");
+    for mode in [&["--poll"][..], &[][..]] {
+        let mut child = bin()
+            .env("KIMI_SHARE_DIR", &share)
+            .args(["watch", "--json"])
+            .args(mode)
+            .arg("0706220a-4234-46bf-958b-2c56b11dcb00")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Read the first event, then go away as `| head -1` does. Nothing
+        // changes in the session, so no later write would notice.
+        let mut first = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(first.contains("world_line"), "{first}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("{mode:?}: watch kept running after its reader left");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert_eq!(status.code(), Some(0), "{mode:?}");
+    }
+}
+
+#[test]
 fn list_shows_forks_under_their_source_and_flat_sessions_of_old_releases() {
     let share = history("v1_40_0_fork_undo");
     let out = bin()

@@ -25,8 +25,14 @@ pub struct Options {
     /// Wanted total of the family's context files (main and subagents), bytes.
     pub size: u64,
     pub seed: u64,
-    /// Instead of `size`: one world line of about this many small records.
+    /// Instead of `size`: about this many small records in all, in
+    /// `lines` world lines.
     pub records: Option<u64>,
+    /// With `records`: world lines, each after the first made by a D-Mail
+    /// that reverts to about the middle of the one before (issue #14's
+    /// long-run family is 2 M records in 3). Each file gets an equal share
+    /// of the records as its final size, copied prefixes counted.
+    pub lines: u32,
 }
 
 /// What was generated.
@@ -196,12 +202,13 @@ impl Agent {
         Ok(())
     }
 
-    /// Re-reads the size of the new `context.jsonl` a rotation left.
+    /// Re-reads the size and line count of the new `context.jsonl` a
+    /// rotation left.
     fn after_rotation(&mut self) -> Result<()> {
         let path = self.sw.context_path();
-        self.bytes = fs::metadata(&path)
-            .with_context(|| path.display().to_string())?
-            .len();
+        let bytes = fs::read(&path).with_context(|| path.display().to_string())?;
+        self.bytes = bytes.len() as u64;
+        self.records = memchr::memchr_iter(b'\n', &bytes).count() as u64;
         Ok(())
     }
 
@@ -578,6 +585,12 @@ pub fn generate(out: &Path, opts: &Options) -> Result<Generated> {
     fs::create_dir_all(&session).with_context(|| session.display().to_string())?;
     register_work_dir(out, &work_dir, &session_id)?;
     let title = match opts.records {
+        Some(n) if opts.lines > 1 => {
+            format!(
+                "Generated session, {n} records in {} world lines",
+                opts.lines
+            )
+        }
         Some(n) => format!("Generated session, {n} records"),
         None => format!("Generated session family, {} MB", opts.size / MB),
     };
@@ -595,19 +608,27 @@ pub fn generate(out: &Path, opts: &Options) -> Result<Generated> {
     let mut subagents = 0;
 
     if let Some(n) = opts.records {
-        // One long world line of small records: the scrolling benchmark.
-        grow(
-            &mut main,
-            &mut rng,
-            &corpus,
-            Profile::Small,
-            &mut rare,
-            Until {
-                bytes: 0,
-                images: 0,
-                records: Some(n),
-            },
-        )?;
+        // Long world lines of small records: the scrolling benchmark (one
+        // line) and the long-run family of issue #14 (several).
+        let lines = u64::from(opts.lines.max(1));
+        for line in 0..lines {
+            if line > 0 {
+                let c = main.checkpoint_near(if line % 2 == 1 { 0.5 } else { 0.6 });
+                main.send_dmail(&mut rng, &corpus, c)?;
+            }
+            grow(
+                &mut main,
+                &mut rng,
+                &corpus,
+                Profile::Small,
+                &mut rare,
+                Until {
+                    bytes: 0,
+                    images: 0,
+                    records: Some(n / lines),
+                },
+            )?;
+        }
     } else {
         plan_family(
             &mut main,

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example gen-session -- --size 1GB --out /tmp/wl-perf/1gb
 //! cargo run --release --example gen-session -- --records 1000000 --out /tmp/wl-perf/1m
+//! cargo run --release --example gen-session -- --records 2000000 --lines 3 --out /tmp/wl-perf/2m3
 //! worldline tree /tmp/wl-perf/1gb/sessions/*/*
 //! ```
 
@@ -31,6 +32,9 @@ struct Args {
     /// Instead of --size: one world line of about N small records
     #[arg(long)]
     records: Option<u64>,
+    /// With --records: that many records in this many world lines (D-Mails)
+    #[arg(long, default_value_t = 1)]
+    lines: u32,
 }
 
 fn main() -> Result<()> {
@@ -39,6 +43,7 @@ fn main() -> Result<()> {
         size: gen::parse_size(&args.size)?,
         seed: args.seed,
         records: args.records,
+        lines: args.lines,
     };
     let t = Instant::now();
     let g = gen::generate(&args.out, &opts)?;

@@ -32,3 +32,19 @@ pub fn line(out: &mut impl Write, text: &str) -> anyhow::Result<()> {
         .and_then(|()| out.flush())
         .map_err(map)
 }
+
+/// Whether stdout is a pipe whose reader has gone: a stream that has
+/// nothing new to write would otherwise only notice on its next event
+/// (`watch | head -1` on a quiet session would wait forever), as GNU
+/// `tail -f` learned to avoid.
+pub fn reader_gone() -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, a zero timeout; poll reports POLLERR on a
+    // pipe's write end once its read end is closed.
+    let n = unsafe { libc::poll(&mut fd, 1, 0) };
+    n > 0 && fd.revents & libc::POLLERR != 0
+}

@@ -34,6 +34,7 @@ pub fn watch(args: &WatchArgs) -> anyhow::Result<()> {
     while !stop.load(Ordering::Relaxed) {
         let event = match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(e) => e,
+            Err(RecvTimeoutError::Timeout) if out::reader_gone() => return Err(out::Closed.into()),
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the live reader stopped"),
         };

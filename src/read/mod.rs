@@ -320,7 +320,7 @@ impl Indexer {
 const CHUNK: usize = 1 << 20;
 /// Files at least this big are split at line boundaries and indexed on
 /// several threads; smaller ones aren't worth a thread.
-const PARALLEL_MIN: u64 = 32 << 20;
+pub(crate) const PARALLEL_MIN: u64 = 32 << 20;
 
 /// Indexes a whole file (as long as it is when opened). `name` is how
 /// warnings and exports call it.
@@ -332,15 +332,23 @@ pub fn index_file(path: &Path, name: &str) -> Result<FileIndex> {
         guard::GuardError::Io(e) => Error::io(path, e),
         other => Error::Other(format!("{}: {other}", path.display())),
     })?;
+    let mut ix = index_prefix(&file, path, name, len)?;
+    ix.finish();
+    Ok(ix.into_index())
+}
+
+/// Indexes the first `len` bytes of an open file, on several threads when
+/// it is big, leaving a last line without its newline pending as
+/// [`Indexer::push`] would: a whole file's first read, or a follower's
+/// (`Tail`), which goes on from `len` with the same indexer.
+pub fn index_prefix(file: &File, path: &Path, name: &str, len: u64) -> Result<Indexer> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
     if len < PARALLEL_MIN || threads < 2 {
-        let mut ix = index_range(&file, path, name, 0, len)?;
-        ix.finish();
-        return Ok(ix.into_index());
+        return index_range(file, path, name, 0, len);
     }
     let mut bounds = vec![0];
     for k in 1..threads as u64 {
-        let at = next_line_start(&file, path, k * len / threads as u64, len)?;
+        let at = next_line_start(file, path, k * len / threads as u64, len)?;
         if at > *bounds.last().unwrap_or(&0) && at < len {
             bounds.push(at);
         }
@@ -350,7 +358,7 @@ pub fn index_file(path: &Path, name: &str) -> Result<FileIndex> {
         let handles: Vec<_> = bounds
             .windows(2)
             .map(|w| {
-                let (start, end, file) = (w[0], w[1], &file);
+                let (start, end) = (w[0], w[1]);
                 scope.spawn(move || index_range(file, path, name, start, end))
             })
             .collect();
@@ -374,8 +382,7 @@ pub fn index_file(path: &Path, name: &str) -> Result<FileIndex> {
     for (part, &start) in parts.into_iter().zip(&bounds) {
         merged.append(part?, start);
     }
-    merged.finish();
-    Ok(merged.into_index())
+    Ok(merged)
 }
 
 /// The offset just past the first newline at or after `from` (or `len`).

@@ -37,6 +37,11 @@ pub trait Sink {
     fn push(&mut self, chunk: &[u8]) -> usize;
     /// The file starts over (truncated or replaced).
     fn reset(&mut self);
+    /// A first read of `len` bytes, for sinks with a faster way than being
+    /// fed chunks; `None`: feed chunks. Same outcome as pushing the bytes.
+    fn read_start(&mut self, _file: &File, _path: &Path, _len: u64) -> Option<Result<usize>> {
+        None
+    }
 }
 
 impl Sink for Indexer {
@@ -51,6 +56,20 @@ impl Sink for Indexer {
     fn reset(&mut self) {
         let ix = self.index();
         *self = Indexer::new(ix.name.clone(), ix.path.clone());
+    }
+
+    /// A big file is indexed on several cores, as a whole open does: a
+    /// followed session is read once at the speed of `Session::load`.
+    fn read_start(&mut self, file: &File, path: &Path, len: u64) -> Option<Result<usize>> {
+        if len < super::PARALLEL_MIN || !self.index().records.is_empty() {
+            return None;
+        }
+        let name = self.index().name.clone();
+        Some(super::index_prefix(file, path, &name, len).map(|ix| {
+            let n = ix.index().records.len() + ix.index().warnings.len();
+            *self = ix;
+            n
+        }))
     }
 }
 
@@ -142,11 +161,16 @@ impl<S: Sink> Follow<S> {
             self.read_to = 0;
         }
         self.file_id = Some(id);
-        let added = if meta.len() > self.read_to {
-            self.read_from(&mut file, meta.len())?
-        } else {
-            0
-        };
+        let mut added = 0;
+        if self.read_to == 0 && meta.len() > 0 {
+            if let Some(n) = self.sink.read_start(&file, &self.path, meta.len()) {
+                added = n?;
+                self.read_to = meta.len();
+            }
+        }
+        if meta.len() > self.read_to {
+            added += self.read_from(&mut file, meta.len())?;
+        }
         Ok(if reset {
             TailChange::Reset
         } else if added > 0 {
@@ -221,6 +245,47 @@ mod tests {
         assert!(tail.index().records.is_empty());
         std::fs::remove_file(&path).unwrap();
         assert_eq!(tail.poll().unwrap(), TailChange::Missing);
+    }
+
+    #[test]
+    fn a_big_file_read_in_parallel_at_first_then_followed_equals_one_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("context.jsonl");
+        let mut data = Vec::new();
+        let mut i = 0;
+        while data.len() < (crate::read::PARALLEL_MIN as usize) + (4 << 20) {
+            let line = match i % 4 {
+                0 => format!("{{\"role\": \"_checkpoint\", \"id\": {i}}}\n"),
+                1 => "garbage line\n".to_string(),
+                _ => format!(
+                    "{{\"role\":\"user\",\"content\":\"{}\"}}\n",
+                    "y".repeat(i % 900)
+                ),
+            };
+            data.extend_from_slice(line.as_bytes());
+            i += 1;
+        }
+        // The first read ends inside a line: it must stay pending.
+        let (first, rest) = (
+            b"{\"role\":\"user\",\"con",
+            b"tent\":\"b\"}\n{\"role\":\"user\"}\n",
+        );
+        data.extend_from_slice(first);
+        std::fs::write(&path, &data).unwrap();
+        let mut tail = Tail::new(&path, "context.jsonl");
+        assert!(matches!(tail.poll().unwrap(), TailChange::Appended(_)));
+        assert_eq!(tail.read_to(), data.len() as u64);
+        assert_eq!(tail.pending_len(), first.len());
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        f.write_all(rest).unwrap();
+        data.extend_from_slice(rest);
+        assert_eq!(tail.poll().unwrap(), TailChange::Appended(2));
+        let mut one = Indexer::new("context.jsonl", &path);
+        one.push(&data);
+        assert_eq!(tail.index(), one.index());
     }
 
     #[test]

@@ -124,17 +124,9 @@ fn open(dir: &Path, poll: bool, tx: &Sender<Incoming>) -> anyhow::Result<Open> {
     std::thread::Builder::new()
         .name("worldline-live-forward".into())
         .spawn(move || {
-            // The first frame comes from the parallel reader; the live
-            // follower (incremental, one file at a time) starts after it and
-            // its first snapshot simply confirms what is shown.
-            if let Ok(s) = crate::worldline::Session::load(&dir) {
-                if tx
-                    .send(Incoming::Msg(Live::Snapshot(Arc::new(s)).into()))
-                    .is_err()
-                {
-                    return;
-                }
-            }
+            // The session is read once: the follower's first snapshot is the
+            // first frame (its first read of a big file is as parallel as
+            // `Session::load`), and it goes on from what it read.
             let opts = LiveOptions {
                 poll,
                 ..LiveOptions::default()
