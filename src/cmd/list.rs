@@ -2,8 +2,8 @@
 //! each fork under the session it was made from.
 
 use worldline::export::{format_time, human_size};
-use worldline::sources::kimi_cli::{list_checked, Locator};
-use worldline::text::{json_for_terminal, sanitize_line, sanitize_message, sanitize_path};
+use worldline::sources::lookup::{list_checked, Locator};
+use worldline::text::{json_for_terminal, sanitize_line, sanitize_message};
 
 use super::args::ListArgs;
 use super::out;
@@ -25,20 +25,20 @@ pub fn list(args: &ListArgs) -> anyhow::Result<()> {
     }
     if rows.is_empty() {
         let scope = if args.all {
-            loc.sessions_root()
+            loc.everywhere()
         } else {
-            loc.cwd_sessions()
+            loc.here()
         };
         eprintln!(
             "no sessions under {}{}",
-            sanitize_path(&scope),
+            sanitize_message(&scope),
             if args.all { "" } else { " (try --all)" }
         );
         return Ok(());
     }
     let mut text = format!(
-        "{:<44}  {:>5}  {:>4}  {:<16}  {:>9}  {:<24}  WORK DIR\n",
-        "ID", "LINES", "SUBS", "MODIFIED", "SIZE", "TITLE"
+        "{:<44}  {:<9}  {:>5}  {:>4}  {:<16}  {:>9}  {:<24}  WORK DIR\n",
+        "ID", "TOOL", "LINES", "SUBS", "MODIFIED", "SIZE", "TITLE"
     );
     for r in rows {
         // A fork is indented under its source (the list puts it there).
@@ -47,8 +47,9 @@ pub fn list(args: &ListArgs) -> anyhow::Result<()> {
             _ => r.id.clone(),
         };
         text.push_str(&format!(
-            "{:<44}  {:>5}  {:>4}  {:<16}  {:>9}  {:<24}  {}\n",
+            "{:<44}  {:<9}  {:>5}  {:>4}  {:<16}  {:>9}  {:<24}  {}\n",
             sanitize_line(&id, 60),
+            r.tool,
             r.world_lines,
             r.subagents,
             format_time(r.modified as f64),

@@ -1,7 +1,7 @@
 //! `worldline tree`: a session's divergence tree in one of the printed forms.
 
 use worldline::export::{self, json};
-use worldline::sources::kimi_cli::{resolve, Locator};
+use worldline::sources::lookup::{resolve, Locator};
 use worldline::text::json_for_terminal;
 use worldline::worldline::Session;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use worldline::live::{self, events_between, LiveEvent, LiveOptions};
-use worldline::sources::kimi_cli::{resolve, Locator};
+use worldline::sources::lookup::{resolve, Locator};
 use worldline::text::json_for_terminal;
 use worldline::worldline::Session;
 

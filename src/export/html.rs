@@ -193,6 +193,7 @@ fn why(lines: &[LineStory], l: &LineStory) -> String {
         }
         ForkKind::Compaction => format!("⊜ {from} was compacted into a summary"),
         ForkKind::Clear => format!("∅ /clear on {from}: a fresh start"),
+        ForkKind::Undo => format!("↶ {} on {from}", fk.undo.as_deref().unwrap_or("undo")),
         ForkKind::Unknown => format!("left {from} for a reason the files don't say"),
     }
 }

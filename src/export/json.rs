@@ -3,49 +3,81 @@
 
 use serde_json::{json, Value};
 
-use crate::worldline::{DMailAttempt, Family, Session, SessionLink, WorldLine};
+use crate::worldline::{DMailAttempt, Family, LineMark, Session, SessionLink, Tool, WorldLine};
 
 pub fn session_json(s: &Session) -> Value {
-    let main = s.main();
+    let code = s.tool == Tool::KimiCode;
     let subagents: Vec<Value> = s.agents[1..]
         .iter()
         .map(|a| {
             let meta = a.meta.clone().unwrap_or_default();
-            json!({
+            let mut v = json!({
                 "agent_id": meta.agent_id,
                 "subagent_type": meta.subagent_type,
                 "description": meta.description,
                 "status": meta.status,
                 "parent_tool_call_id": a.parent_tool_call_id,
-                "parent_file": a.parent_call.and_then(|c| main.files.get(c.line)).map(|f| f.name.clone()),
+                "parent_file": a.parent_call.and_then(|c| s.agents.get(c.agent)?.family.files.get(c.line)).map(|f| f.name.clone()),
                 "world_lines": family_lines(&a.family),
                 "dmail_attempts": attempts(&a.family),
-            })
+            });
+            if code {
+                v["parent_line"] = json!(a.parent_line);
+                v["compactions"] = json!(marks(&a.family, &a.compactions));
+                v["folded_undos"] = json!(marks(&a.family, &a.folded_undos));
+            }
+            v
         })
         .collect();
-    json!({
+    let main = &s.agents[0];
+    let mut v = json!({
         "session_dir": s.dir.display().to_string(),
         "session_id": s.id,
         "title": s.title,
-        "world_lines": family_lines(main),
+        "tool": s.tool.as_str(),
+        "world_lines": family_lines(&main.family),
         "subagents": subagents,
-        "dmail_attempts": attempts(main),
+        "dmail_attempts": attempts(&main.family),
         "warnings": s.warnings,
         "forked_from": s.forked_from.as_ref().map(link_json),
         "forks": s.forks.iter().map(link_json).collect::<Vec<_>>(),
-    })
+    });
+    // Kimi Code: marks on branches.
+    if code {
+        v["compactions"] = json!(marks(&main.family, &main.compactions));
+        v["folded_undos"] = json!(marks(&main.family, &main.folded_undos));
+    }
+    v
 }
 
 /// One session made from another: the other session, the records the copy
 /// shares with its source's main world line, `fork` or `undo`, and the
-/// source's world line (file) the copy was taken from.
+/// source's world line (file) the copy was taken from; for a Kimi Code
+/// `/fork`, `line`: the last source wire line it copied.
 pub fn link_json(l: &SessionLink) -> Value {
-    json!({
+    let mut v = json!({
         "session": l.session,
         "records": l.records,
         "kind": l.kind.as_str(),
         "file": l.source_file,
-    })
+    });
+    if let Some(line) = l.line {
+        v["line"] = json!(line);
+    }
+    v
+}
+
+/// `[{"branch", "line"}]`, with `count` for folded undos.
+fn marks(f: &Family, list: &[LineMark]) -> Vec<Value> {
+    list.iter()
+        .map(|m| {
+            let branch = f.lines.get(m.world_line).and_then(|l| l.branch.clone());
+            match m.count {
+                Some(n) => json!({"branch": branch, "line": m.line, "count": n}),
+                None => json!({"branch": branch, "line": m.line}),
+            }
+        })
+        .collect()
 }
 
 pub fn family_lines(f: &Family) -> Vec<Value> {
@@ -54,6 +86,9 @@ pub fn family_lines(f: &Family) -> Vec<Value> {
 
 /// One world line; also the payload of a live `world_line` event.
 pub fn world_line_json(f: &Family, l: &WorldLine) -> Value {
+    if l.branch.is_some() {
+        return branch_json(f, l);
+    }
     let name = |i: usize| f.lines.get(i).map(|l| l.file.clone());
     let file = &f.files[l.index];
     let fork = l.fork.as_ref().map(|fk| {
@@ -81,6 +116,36 @@ pub fn world_line_json(f: &Family, l: &WorldLine) -> Value {
         "shared_records": l.shared,
         "checkpoints": file.checkpoints(),
         "tokens": file.records.iter().rev().find_map(|r| r.tokens),
+        "current": l.current,
+    })
+}
+
+/// A branch inside one wire (Kimi Code): `file` is the wire, `parent` and
+/// `origin` are branch names, `fork.line` the last shared wire line.
+fn branch_json(f: &Family, l: &WorldLine) -> Value {
+    let name = |i: usize| f.lines.get(i).and_then(|l| l.branch.clone());
+    let file = &f.files[l.index];
+    let fork = l.fork.as_ref().map(|fk| {
+        json!({
+            "kind": fk.kind.as_str(),
+            "line": fk.line,
+            "turns": fk.turns,
+            "inferred": fk.inferred,
+            "origin": fk.origin.and_then(name),
+            "checkpoint": null,
+            "message": null,
+            "sender": null,
+        })
+    });
+    json!({
+        "file": file.name,
+        "branch": l.branch,
+        "parent": l.parent.and_then(name),
+        "fork": fork,
+        "records": file.records.len(),
+        "shared_records": l.shared,
+        "checkpoints": 0,
+        "tokens": null,
         "current": l.current,
     })
 }

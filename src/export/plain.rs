@@ -4,28 +4,45 @@
 use std::fmt::Write;
 
 use crate::text::{sanitize_line, sanitize_message, sanitize_path};
-use crate::worldline::{Family, ForkKind, Session};
+use crate::worldline::{Agent, Family, ForkKind, Session, SessionLink, Tool};
 
 /// Where the session came from and what was made from it.
 fn lineage(out: &mut String, s: &Session) {
+    // Kimi Code's /fork copies whole wires: where it copied to is a line.
+    let what = |l: &SessionLink| match l.line {
+        Some(n) => format!("after line {n}"),
+        None if s.tool == Tool::KimiCode => "at an unknown line".to_string(),
+        None => format!("from its first {} record{}", l.records, plural(l.records)),
+    };
     if let Some(f) = &s.forked_from {
-        let _ = writeln!(
-            out,
-            "  forked from {} by /{} (shares its first {} record{})",
-            sanitize_line(&f.session, 60),
-            f.kind.as_str(),
-            f.records,
-            plural(f.records)
-        );
+        match s.tool {
+            Tool::KimiCode => {
+                let _ = writeln!(
+                    out,
+                    "  forked from {} {}",
+                    sanitize_line(&f.session, 60),
+                    what(f)
+                );
+            }
+            Tool::KimiCli => {
+                let _ = writeln!(
+                    out,
+                    "  forked from {} by /{} (shares its first {} record{})",
+                    sanitize_line(&f.session, 60),
+                    f.kind.as_str(),
+                    f.records,
+                    plural(f.records)
+                );
+            }
+        }
     }
     for f in &s.forks {
         let _ = writeln!(
             out,
-            "  ↳ /{} made {} from its first {} record{}",
+            "  ↳ /{} made {} {}",
             f.kind.as_str(),
             sanitize_line(&f.session, 60),
-            f.records,
-            plural(f.records)
+            what(f)
         );
     }
 }
@@ -40,6 +57,9 @@ pub fn text_tree(s: &Session) -> String {
     // Directory and file names come from whoever made the session: escaped.
     let _ = writeln!(out, "session {}{}", sanitize_message(&s.id), title);
     let _ = writeln!(out, "  {}", sanitize_path(&s.dir));
+    if s.tool != Tool::KimiCli {
+        let _ = writeln!(out, "  written by {}", s.tool.as_str());
+    }
     lineage(&mut out, s);
     let main = s.main();
     let sent = main.attempts.len();
@@ -59,7 +79,7 @@ pub fn text_tree(s: &Session) -> String {
         plural(sent),
         accepted
     );
-    family_tree(&mut out, main, "");
+    family_tree(&mut out, &s.agents[0], "");
     attempts(&mut out, main, "");
     for a in &s.agents[1..] {
         let meta = a.meta.clone().unwrap_or_default();
@@ -77,7 +97,7 @@ pub fn text_tree(s: &Session) -> String {
                 .map(|id| format!(" ← Agent call {}", sanitize_line(id, 40)))
                 .unwrap_or_default()
         );
-        family_tree(&mut out, &a.family, "  ");
+        family_tree(&mut out, a, "  ");
         attempts(&mut out, &a.family, "  ");
     }
     if !s.warnings.is_empty() {
@@ -121,7 +141,8 @@ fn children(f: &Family, of: Option<usize>) -> Vec<usize> {
         .collect()
 }
 
-fn family_tree(out: &mut String, f: &Family, indent: &str) {
+fn family_tree(out: &mut String, a: &Agent, indent: &str) {
+    let f = &a.family;
     let roots: Vec<usize> = f
         .lines
         .iter()
@@ -129,11 +150,12 @@ fn family_tree(out: &mut String, f: &Family, indent: &str) {
         .map(|l| l.index)
         .collect();
     for (i, &r) in roots.iter().enumerate() {
-        line_row(out, f, r, indent, i + 1 == roots.len(), true);
+        line_row(out, a, r, indent, i + 1 == roots.len(), true);
     }
 }
 
-fn line_row(out: &mut String, f: &Family, i: usize, prefix: &str, last: bool, root: bool) {
+fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, root: bool) {
+    let f = &a.family;
     let l = &f.lines[i];
     let file = &f.files[i];
     let branch = if root {
@@ -144,17 +166,30 @@ fn line_row(out: &mut String, f: &Family, i: usize, prefix: &str, last: bool, ro
         "├─"
     };
     let mut row = format!(
-        "{prefix}{branch}● {}{}  {} records · {} checkpoints",
+        "{prefix}{branch}● {}{}  {} records",
         sanitize_message(&l.file),
         if l.current { " (current)" } else { "" },
         file.records.len(),
-        file.checkpoints()
     );
+    if l.branch.is_none() {
+        let _ = write!(row, " · {} checkpoints", file.checkpoints());
+    }
     if let Some(fk) = &l.fork {
         let _ = write!(row, "  ⟲ {}", fork_label(f, i));
         if let (ForkKind::Dmail, Some(msg)) = (fk.kind, &fk.message) {
             let _ = write!(row, " \"{}\"", sanitize_line(msg, 70));
         }
+    }
+    for m in a.compactions.iter().filter(|m| m.world_line == i) {
+        let _ = write!(row, "  ⇲ compacted at line {}", m.line);
+    }
+    for m in a.folded_undos.iter().filter(|m| m.world_line == i) {
+        let _ = write!(
+            row,
+            "  ↶ folded undo of {} at line {}",
+            m.count.unwrap_or(1),
+            m.line
+        );
     }
     let _ = writeln!(out, "{row}");
     let kids = children(f, Some(i));
@@ -169,7 +204,7 @@ fn line_row(out: &mut String, f: &Family, i: usize, prefix: &str, last: bool, ro
         }
     );
     for (k, &c) in kids.iter().enumerate() {
-        line_row(out, f, c, &child_prefix, k + 1 == kids.len(), false);
+        line_row(out, a, c, &child_prefix, k + 1 == kids.len(), false);
     }
 }
 
@@ -188,6 +223,8 @@ pub fn fork_label(f: &Family, i: usize) -> String {
         ),
         ForkKind::Compaction => "compaction".to_string(),
         ForkKind::Clear => "/clear".to_string(),
+        ForkKind::Undo => fk.undo_summary(),
+        ForkKind::Unknown if l.branch.is_some() => "branch".to_string(),
         ForkKind::Unknown => "unknown rotation".to_string(),
     };
     if fk.kind == ForkKind::Dmail {

@@ -93,6 +93,8 @@ pub struct ForkStory {
     /// Where the SendDMail call was; `None` for a D-Mail from outside.
     pub sender: Option<Place>,
     pub tool_call_id: Option<String>,
+    /// For a Kimi Code undo: `undo of 1 turn after line 47`.
+    pub undo: Option<String>,
 }
 
 /// A SendDMail call that did not fork (refused, or still without result).
@@ -119,6 +121,7 @@ impl ForkStory {
             }
             ForkKind::Compaction => "⊜ compaction".to_string(),
             ForkKind::Clear => "∅ /clear".to_string(),
+            ForkKind::Undo => format!("↶ {}", self.undo.as_deref().unwrap_or("undo")),
             ForkKind::Unknown => "? unknown rotation".to_string(),
         }
     }
@@ -275,6 +278,7 @@ fn line_story(s: &Session, f: &Family, i: usize) -> LineStory {
         message: k.message.clone(),
         sender: k.sender.as_ref().map(|snd| place(f, snd.call)),
         tool_call_id: k.sender.as_ref().map(|snd| snd.tool_call_id.clone()),
+        undo: (k.kind == ForkKind::Undo).then(|| k.undo_summary()),
     });
     LineStory {
         index: i,

@@ -4,7 +4,10 @@
 //! progress is held back until it is complete, so a D-Mail revert shows up
 //! as one new world line, never as a half-copied one.
 
+mod code;
 mod state;
+#[cfg(test)]
+mod test_util;
 pub mod watch;
 mod watcher;
 
@@ -19,7 +22,7 @@ pub use state::ROTATION_GRACE;
 pub use watch::events_between;
 
 use crate::worldline::Session;
-use state::SessionState;
+use state::{Refresh, SessionState};
 use watcher::{Wake, Watcher};
 
 #[derive(Debug, Clone)]
@@ -94,8 +97,13 @@ pub fn spawn(dir: PathBuf, opts: LiveOptions) -> crate::Result<(Receiver<LiveEve
     let (wake_tx, wake_rx) = mpsc::channel();
     let stop = Arc::new(AtomicBool::new(false));
     let polling = Arc::new(AtomicBool::new(opts.poll));
+    let state = if crate::sources::kimi_code::home::is_session_dir(&dir) {
+        Tracked::Code(Box::new(code::CodeState::new(&dir)))
+    } else {
+        Tracked::Cli(Box::new(SessionState::new(&dir)))
+    };
     let follower = Follower {
-        state: SessionState::new(&dir),
+        state,
         watcher: Watcher::start(opts.poll, &wake_tx),
         opts,
         tx,
@@ -119,8 +127,46 @@ pub fn spawn(dir: PathBuf, opts: LiveOptions) -> crate::Result<(Receiver<LiveEve
     ))
 }
 
+/// What is followed: a kimi-cli session's files, or a Kimi Code session's
+/// wires.
+enum Tracked {
+    Cli(Box<SessionState>),
+    Code(Box<code::CodeState>),
+}
+
+impl Tracked {
+    fn refresh(&mut self, now: Instant, errors: &mut Vec<String>) -> Refresh {
+        match self {
+            Tracked::Cli(s) => s.refresh(now, errors),
+            Tracked::Code(s) => s.refresh(now, errors),
+        }
+    }
+
+    fn settling_until(&self, now: Instant) -> Option<Instant> {
+        match self {
+            Tracked::Cli(s) => s.settling_until(now),
+            // Kimi Code appends whole lines to one file: nothing to settle.
+            Tracked::Code(_) => None,
+        }
+    }
+
+    fn snapshot(&mut self) -> Option<Session> {
+        match self {
+            Tracked::Cli(s) => s.snapshot(),
+            Tracked::Code(s) => s.snapshot(),
+        }
+    }
+
+    fn dirs(&self) -> &[PathBuf] {
+        match self {
+            Tracked::Cli(s) => s.dirs(),
+            Tracked::Code(s) => s.dirs(),
+        }
+    }
+}
+
 struct Follower {
-    state: SessionState,
+    state: Tracked,
     watcher: Watcher,
     opts: LiveOptions,
     tx: Sender<LiveEvent>,

@@ -335,6 +335,7 @@ impl AgentState {
             link: self.spec.link.clone(),
             // Live problems arrive as follower errors instead.
             warnings: Vec::new(),
+            ..AgentParts::default()
         }
     }
 }
@@ -545,6 +546,7 @@ impl SessionState {
                 .chain(subs.into_iter().map(|(_, a)| a))
                 .collect(),
             lineage,
+            tool: crate::sources::Tool::KimiCli,
         }))
     }
 }
@@ -552,17 +554,7 @@ impl SessionState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-
-    fn append(path: &Path, text: &str) {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-    }
+    use crate::live::test_util::append;
 
     const START: &str = "{\"role\": \"_system_prompt\", \"content\": \"s\"}\n{\"role\": \"_checkpoint\", \"id\": 0}\n{\"role\":\"user\",\"content\":\"a\"}\n{\"role\": \"_checkpoint\", \"id\": 1}\n{\"role\":\"user\",\"content\":\"b\"}\n";
 

@@ -9,7 +9,9 @@
 //!   flag changed (a rotation renames the old `context.jsonl`). The same
 //!   fields as a world line of `tree --format json`, plus `agent`.
 //! - `record`: a new record: `agent`, `file`, 0-based `index` in that file,
-//!   1-based `line`, `role`, and `checkpoint` on checkpoint records. A new
+//!   1-based `line`, `role`, and `checkpoint` on checkpoint records; for a
+//!   branch inside one file (Kimi Code), `branch`, and `index` is in the
+//!   branch's view. A new
 //!   world line's copied prefix is not repeated: its records start at its
 //!   `shared_records`.
 //! - `subagent`: a new subagent, or a change of its status or parent call.
@@ -69,6 +71,9 @@ fn record_events(agent: &str, f: &Family, i: usize, from: usize, out: &mut Vec<V
         m.insert("event".into(), json!("record"));
         m.insert("agent".into(), json!(agent));
         m.insert("file".into(), json!(file.name));
+        if let Some(b) = &f.lines[i].branch {
+            m.insert("branch".into(), json!(b));
+        }
         m.insert("index".into(), json!(index));
         m.insert("line".into(), json!(r.line));
         m.insert("role".into(), json!(r.role.as_str()));

@@ -15,6 +15,7 @@
 
 pub mod kimi_cli;
 pub mod kimi_code;
+pub mod lookup;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -27,7 +28,29 @@ use crate::read::FileIndex;
 
 /// Reads the session at `path` with the source whose format it is.
 pub fn parts(path: &Path) -> Result<SessionParts> {
+    if kimi_code::home::is_session_dir(path) {
+        return kimi_code::parts(path);
+    }
     kimi_cli::parts(path)
+}
+
+/// Which agent wrote a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Tool {
+    #[default]
+    #[serde(rename = "kimi-cli")]
+    KimiCli,
+    #[serde(rename = "kimi-code")]
+    KimiCode,
+}
+
+impl Tool {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tool::KimiCli => "kimi-cli",
+            Tool::KimiCode => "kimi-code",
+        }
+    }
 }
 
 /// Everything a source found for one session.
@@ -41,6 +64,7 @@ pub struct SessionParts {
     /// `agents[0]` is the main agent; the rest are subagents in start order.
     pub agents: Vec<AgentParts>,
     pub lineage: Lineage,
+    pub tool: Tool,
 }
 
 /// One agent's world lines as a source found them.
@@ -66,6 +90,55 @@ pub struct AgentParts {
     /// file that is a FIFO or too big, a name that is no world line, an
     /// unreadable directory); the main agent's also hold the session's.
     pub warnings: Vec<Warning>,
+    /// What the source states about each world line beyond where it forks
+    /// (Kimi Code's branches: names, undo turns, fork lines); empty: the
+    /// builder names world lines by file and classifies forks by records.
+    pub lines: Vec<LineInfo>,
+    /// The world line the agent sees now, when it isn't the last one.
+    pub current: Option<usize>,
+    /// Compactions marked on a world line (not forks), and undos a newer
+    /// Kimi Code treats as already applied.
+    pub compactions: Vec<LineMark>,
+    pub folded_undos: Vec<LineMark>,
+    /// The line of the parent's call in the parent's wire (Kimi Code).
+    pub parent_line: Option<u32>,
+    /// Per world line, per record: its time in Unix seconds where the
+    /// source reads one with the record (Kimi Code lines carry `time`).
+    pub times: Vec<Vec<Option<f64>>>,
+}
+
+/// A world line as a source names it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LineInfo {
+    /// Shown instead of the file name (`branch b1`); already sanitised.
+    pub label: String,
+    /// The branch name as the file has it.
+    pub branch: Option<String>,
+    /// Why it forks, when the source knows; `None`: classify by records.
+    pub fork: Option<StatedFork>,
+}
+
+/// A fork a source states (Kimi Code's `agent.switched`, or an undo inferred
+/// the way Kimi Code ≤ 0.42 did).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct StatedFork {
+    /// An `/undo` (else a branch for a reason worldline doesn't know).
+    pub undo: bool,
+    /// The last wire line shared with the parent.
+    pub line: Option<u32>,
+    pub turns: Option<u32>,
+    pub inferred: bool,
+    /// The world line that wrote the fork line.
+    pub origin: Option<usize>,
+}
+
+/// A marked event on a world line: its line, and for a folded undo the
+/// turns it undid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LineMark {
+    pub world_line: usize,
+    pub line: u32,
+    pub count: Option<u32>,
 }
 
 /// Kept so callers written before the seam still build.
@@ -134,6 +207,8 @@ pub struct SessionLink {
     /// That world line's name (`context.jsonl`, or `context_1.jsonl` once
     /// the source rotated after the fork).
     pub source_file: String,
+    /// The last source wire line a Kimi Code `/fork` copied.
+    pub line: Option<u32>,
 }
 
 /// A session's place among the sessions it came from and led to.
@@ -142,6 +217,8 @@ pub struct Lineage {
     pub forked_from: Option<SessionLink>,
     pub forks: Vec<SessionLink>,
 }
+
+pub use kimi_cli::share::SessionSummary;
 
 /// A subagent's meta (kimi-cli: `subagents/<agent_id>/meta.json`; older
 /// layouts only know a number).

@@ -33,7 +33,7 @@ use std::time::{Duration, SystemTime};
 use ratatui::crossterm::event::{self, Event};
 
 use crate::live::{self, LiveEvent, LiveOptions};
-use crate::sources::kimi_cli::{self as source, share, Locator};
+use crate::sources::lookup::{self as source, Locator};
 
 use app::{Action, App, Denwa, Effect, Live, Msg};
 use keys::Mode;
@@ -64,7 +64,7 @@ pub struct ViewOptions {
 /// several sessions and none was named), else the session.
 pub fn run(args: &ViewOptions) -> anyhow::Result<()> {
     let loc = Locator::from_env();
-    let several_here = args.session.is_none() && source::sessions_in(&loc.cwd_sessions()).len() > 1;
+    let several_here = args.session.is_none() && source::sessions_here(&loc).len() > 1;
     if args.pick || several_here {
         let mut sessions = source::list(&loc, false);
         if sessions.is_empty() {
@@ -72,8 +72,8 @@ pub fn run(args: &ViewOptions) -> anyhow::Result<()> {
         }
         if sessions.is_empty() {
             anyhow::bail!(
-                "no sessions under {} (set KIMI_SHARE_DIR or try `worldline demo`)",
-                loc.sessions_root().display()
+                "no sessions under {} (set KIMI_SHARE_DIR or KIMI_CODE_HOME, or try `worldline demo`)",
+                loc.everywhere()
             );
         }
         return start(None, Some(sessions), args.follow, args.poll);
@@ -158,9 +158,9 @@ fn open(dir: &Path, poll: bool, tx: &Sender<Incoming>) -> anyhow::Result<Open> {
     Ok(Open { stop })
 }
 
-/// kimi.json's path for this session's work-dir folder, if known.
+/// The session's work dir, if known.
 fn work_dir_of(dir: &Path) -> Option<String> {
-    share::work_dir_of(dir)
+    source::work_dir_of(dir)
 }
 
 fn recently_modified(dir: &Path) -> bool {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::graph::{Edge, Graph, Node, NodeKind, RecordRef};
 use crate::model::{Marker, RecordMeta, Role};
 use crate::read::FileIndex;
-use crate::sources::LineFork;
+use crate::sources::{LineFork, LineInfo};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -17,6 +17,8 @@ pub enum ForkKind {
     Dmail,
     Compaction,
     Clear,
+    /// Kimi Code's `/undo`: a branch inside the wire.
+    Undo,
     Unknown,
 }
 
@@ -26,6 +28,7 @@ impl ForkKind {
             ForkKind::Dmail => "dmail",
             ForkKind::Compaction => "compaction",
             ForkKind::Clear => "clear",
+            ForkKind::Undo => "undo",
             ForkKind::Unknown => "unknown",
         }
     }
@@ -45,6 +48,29 @@ pub struct Fork {
     /// The SendDMail call that caused a D-Mail fork; `None` for a D-Mail
     /// from outside the agent (e.g. `worldline send`).
     pub sender: Option<Sender>,
+    /// For an undo: the turns undone, when the wire says.
+    pub turns: Option<u32>,
+    /// For a branch inside a wire: the last wire line shared with the parent.
+    pub line: Option<u32>,
+    /// The fork point was inferred (Kimi Code ≤ 0.42 wires), not recorded.
+    pub inferred: bool,
+}
+
+impl Fork {
+    /// `undo of 2 turns after line 54 (inferred)`: an undo fork in words.
+    pub fn undo_summary(&self) -> String {
+        let turns = match self.turns {
+            Some(1) => " of 1 turn".to_string(),
+            Some(n) => format!(" of {n} turns"),
+            None => String::new(),
+        };
+        let at = self
+            .line
+            .map(|n| format!(" after line {n}"))
+            .unwrap_or_default();
+        let how = if self.inferred { " (inferred)" } else { "" };
+        format!("undo{turns}{at}{how}")
+    }
 }
 
 /// The tool call that sent a D-Mail.
@@ -59,8 +85,11 @@ pub struct Sender {
 pub struct WorldLine {
     /// Position in the family, oldest first.
     pub index: usize,
-    /// File name relative to the session dir.
+    /// File name relative to the session dir; for a branch inside a file
+    /// (Kimi Code), its label `branch <name>`.
     pub file: String,
+    /// The branch name, for world lines that are branches inside one file.
+    pub branch: Option<String>,
     pub parent: Option<usize>,
     pub fork: Option<Fork>,
     /// Records shared with the parent (the fork point is the last of them).
@@ -173,6 +202,7 @@ pub fn build_family(
         lines.push(WorldLine {
             index: i,
             file: file.name.clone(),
+            branch: None,
             parent,
             fork,
             shared,
@@ -189,6 +219,31 @@ pub fn build_family(
     link_senders(&mut family, graph);
     family.attempts = collect_attempts(&family, graph);
     family
+}
+
+/// Names world lines and their forks as the source states them (Kimi
+/// Code's branches), and marks the one the agent sees now.
+pub fn apply_stated(family: &mut Family, stated: &[LineInfo], current: Option<usize>) {
+    for (l, info) in family.lines.iter_mut().zip(stated) {
+        l.file = info.label.clone();
+        l.branch = info.branch.clone();
+        if let (Some(fork), Some(sf)) = (l.fork.as_mut(), info.fork) {
+            fork.kind = if sf.undo {
+                ForkKind::Undo
+            } else {
+                ForkKind::Unknown
+            };
+            fork.line = sf.line;
+            fork.turns = sf.turns;
+            fork.inferred = sf.inferred;
+            fork.origin = sf.origin.or(fork.origin);
+        }
+    }
+    if let Some(c) = current.filter(|&c| c < family.lines.len()) {
+        for (i, l) in family.lines.iter_mut().enumerate() {
+            l.current = i == c;
+        }
+    }
 }
 
 pub use crate::model::shared_prefix;
@@ -231,6 +286,9 @@ fn classify(
         message: None,
         origin,
         sender: None,
+        turns: None,
+        line: None,
+        inferred: false,
     };
     match first.and_then(|r| r.marker.as_deref()) {
         Some(Marker::DMailInjection(message)) => {

@@ -19,7 +19,7 @@ use super::family::{Family, ForkKind};
 use super::graph::RecordRef;
 use super::names::line_name;
 use super::{LinkKind, Session, SessionLink};
-use crate::model::Role;
+use crate::model::{Marker, Role};
 use crate::text::sanitize_line;
 
 /// Written order of one agent's records: `x` ↔ (world line, record).
@@ -360,7 +360,7 @@ impl Map {
         for (i, t) in tracks.iter_mut().enumerate() {
             t.reason = reason(family, i, &arcs);
         }
-        let marks = tracks
+        let mut marks: Vec<Mark> = tracks
             .iter()
             .filter_map(|t| {
                 let kind = match t.kind? {
@@ -375,6 +375,24 @@ impl Map {
                 })
             })
             .collect();
+        // A compaction inside a world line (Kimi Code's: no new world line)
+        // is marked where its record is.
+        for (i, (line, file)) in family.lines.iter().zip(&family.files).enumerate() {
+            let starts_line = line.fork.as_ref().map(|f| f.kind) == Some(ForkKind::Compaction);
+            for (r, rec) in file.records.iter().enumerate().skip(line.shared) {
+                let compaction = matches!(rec.marker.as_deref(), Some(Marker::Compaction));
+                if !compaction || (starts_line && r == line.shared) {
+                    continue;
+                }
+                if let Some(x) = order.x_of(i, r) {
+                    marks.push(Mark {
+                        line: i,
+                        x,
+                        kind: MarkKind::Compaction,
+                    });
+                }
+            }
+        }
         Map {
             tracks,
             arcs,
@@ -422,6 +440,7 @@ impl Map {
             }
             Some(ForkKind::Compaction) => format!("{}: {from} compacted · {pct}", t.name),
             Some(ForkKind::Clear) => format!("{}: fresh start after /clear on {from}", t.name),
+            Some(ForkKind::Undo) => format!("{}: {from} undone · {pct}", t.name),
             Some(ForkKind::Unknown) => format!("{}: left {from}, reason unknown · {pct}", t.name),
         }
     }
@@ -592,6 +611,13 @@ fn reason(family: &Family, i: usize, arcs: &[DMailArc]) -> String {
         }
         ForkKind::Compaction => format!("⊜ compacted from {from}: the context was summarised"),
         ForkKind::Clear => format!("∅ /clear on {from}: a fresh start"),
+        ForkKind::Undo => match fork.turns {
+            Some(n) => format!(
+                "↶ undo on {from}: {n} turn{} taken back",
+                if n == 1 { "" } else { "s" }
+            ),
+            None => format!("↶ undo on {from}"),
+        },
         ForkKind::Unknown => format!("left {from} for a reason the files don't say"),
     }
 }
@@ -696,6 +722,23 @@ mod tests {
             assert!(t.ticks.windows(2).all(|w| w[0].x < w[1].x));
             assert!(t.ticks.iter().all(|k| t.own.contains(&k.x)));
         }
+    }
+
+    #[test]
+    fn a_compaction_inside_a_world_line_is_marked_where_it_is() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "fixtures/kimi-code/d_compact_undo/home/sessions/wd_project_65ebbb9ea3d1/session_6154a4f5-2d74-4bd1-9d43-55d80bc9bd7b",
+        );
+        let s = Session::load(&dir).unwrap();
+        let m = Map::of_session(&s);
+        assert_eq!(m.marks.len(), 1);
+        assert_eq!(m.marks[0].kind, MarkKind::Compaction);
+        assert_eq!(m.marks[0].line, 0);
+        // Not a world line of its own: two branches, both undo or root.
+        assert!(m
+            .tracks
+            .iter()
+            .all(|t| t.kind != Some(ForkKind::Compaction)));
     }
 
     #[test]

@@ -20,8 +20,8 @@ pub use graph::{Edge, Graph, Node, NodeKind, RecordRef};
 pub use wire::{TurnTiming, WireLog};
 
 pub use crate::sources::{
-    AgentFiles, AgentParts, LineFork, Lineage, LinkKind, ParentLink, SessionLink, SessionParts,
-    SubagentMeta,
+    AgentFiles, AgentParts, LineFork, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
+    SessionParts, SubagentMeta, Tool,
 };
 
 use crate::error::{Error, Result};
@@ -36,7 +36,13 @@ pub struct Agent {
     /// The parent's Agent tool call that ran this subagent.
     pub parent_call: Option<RecordRef>,
     pub parent_tool_call_id: Option<String>,
+    /// The line of that call in the parent's wire (Kimi Code).
+    pub parent_line: Option<u32>,
     pub turns: Vec<TurnTiming>,
+    /// Compactions that are marks on a world line, not forks (Kimi Code).
+    pub compactions: Vec<LineMark>,
+    /// Old undos a newer Kimi Code treats as already applied.
+    pub folded_undos: Vec<LineMark>,
 }
 
 #[derive(Debug, Clone)]
@@ -44,6 +50,7 @@ pub struct Session {
     pub dir: PathBuf,
     pub id: String,
     pub title: Option<String>,
+    pub tool: Tool,
     /// `agents[0]` is the main agent; the rest are subagents.
     pub agents: Vec<Agent>,
     pub graph: Graph,
@@ -76,6 +83,7 @@ impl Session {
             title,
             agents: std::iter::once(main).chain(subagents).collect(),
             lineage: Lineage::default(),
+            tool: Tool::KimiCli,
         })
     }
 
@@ -90,9 +98,19 @@ impl Session {
                 warnings.extend(f.reported_warnings());
             }
             warnings.extend(af.warnings.iter().cloned());
-            let family = family::build_family(i, af.files, &af.forks, &mut graph);
+            let mut family = family::build_family(i, af.files, &af.forks, &mut graph);
+            family::apply_stated(&mut family, &af.lines, af.current);
             if let Some(w) = &af.wire {
                 wire::join_times(&family, w, &mut graph);
+            }
+            // Times the source read with the records, on the records each
+            // world line owns.
+            for (l, when) in family.lines.iter().zip(&af.times) {
+                for (&n, &t) in l.nodes.iter().zip(when).skip(l.shared) {
+                    if t.is_some() {
+                        graph[n].time = t;
+                    }
+                }
             }
             links.push(af.link);
             agents.push(Agent {
@@ -101,7 +119,10 @@ impl Session {
                 meta: af.meta,
                 parent_call: None,
                 parent_tool_call_id: None,
+                parent_line: af.parent_line,
                 turns: af.wire.map(|w| w.turns).unwrap_or_default(),
+                compactions: af.compactions,
+                folded_undos: af.folded_undos,
             });
         }
         if agents.is_empty() {
@@ -111,13 +132,17 @@ impl Session {
                 meta: None,
                 parent_call: None,
                 parent_tool_call_id: None,
+                parent_line: None,
                 turns: Vec::new(),
+                compactions: Vec::new(),
+                folded_undos: Vec::new(),
             });
         }
         link_subagents(&mut agents, &links, &mut graph);
         Session {
             id: parts.id,
             title: parts.title,
+            tool: parts.tool,
             dir: parts.dir,
             agents,
             graph,
@@ -169,7 +194,10 @@ impl Session {
             .records
             .get(r.record)
             .ok_or_else(|| Error::Other(format!("{}: no record {}", file.name, r.record)))?;
-        read::load_body(&file.path, meta)
+        match self.tool {
+            Tool::KimiCli => read::load_body(&file.path, meta),
+            Tool::KimiCode => crate::sources::kimi_code::records::load_body(&file.path, meta),
+        }
     }
 
     /// The first `max` bytes of a record's line, raw.

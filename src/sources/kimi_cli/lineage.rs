@@ -115,6 +115,7 @@ fn pick(
             kind,
             source_line: line,
             source_file: file,
+            line: None,
         })
 }
 
@@ -204,6 +205,7 @@ pub fn of(layout: &Layout, title: Option<&str>, files: &[FileIndex]) -> Lineage 
                 kind,
                 source_line: line,
                 source_file: files.get(line).map(|f| f.name.clone()).unwrap_or_default(),
+                line: None,
             });
         }
     }

@@ -170,6 +170,7 @@ pub fn read_agent(spec: &AgentSpec) -> Result<AgentParts> {
         meta,
         link: spec.link.clone(),
         warnings,
+        ..AgentParts::default()
     })
 }
 
@@ -219,5 +220,6 @@ pub fn parts(path: &Path) -> Result<SessionParts> {
             .chain(subs.into_iter().map(|(_, a)| a))
             .collect(),
         lineage,
+        tool: super::Tool::KimiCli,
     })
 }

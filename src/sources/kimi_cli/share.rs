@@ -279,6 +279,8 @@ pub fn work_dir_of(path: &Path) -> Option<String> {
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionSummary {
     pub id: String,
+    /// `kimi-cli` or `kimi-code`.
+    pub tool: &'static str,
     /// Not UTF-8 in a name must not fail the whole listing.
     #[serde(serialize_with = "lossy_path")]
     pub dir: PathBuf,
@@ -323,6 +325,7 @@ pub fn summarize_checked(
     };
     let row = SessionSummary {
         id: l.id(),
+        tool: "kimi-cli",
         dir: path.to_path_buf(),
         work_dir: work_dirs.get(&work_folder).cloned(),
         title,

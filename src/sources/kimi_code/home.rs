@@ -196,6 +196,35 @@ fn sessions_in(bucket: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// World lines of a wire, counted without building them: one per
+/// `agent.switched` edge plus `main`, or, in a wire without edges, one per
+/// `context.undo`. A streaming scan, so listing stays cheap on big wires.
+pub fn count_branches(wire: &Path) -> usize {
+    use std::io::Read;
+    const EDGE: &[u8] = b"\"type\":\"agent.switched\"";
+    const UNDO: &[u8] = b"\"type\":\"context.undo\"";
+    let Ok(mut f) = std::fs::File::open(wire) else {
+        return 0;
+    };
+    let (mut edges, mut undos) = (0, 0);
+    let mut buf = vec![0u8; 1 << 20];
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        carry.extend_from_slice(&buf[..n]);
+        edges += memchr::memmem::find_iter(&carry, EDGE).count();
+        undos += memchr::memmem::find_iter(&carry, UNDO).count();
+        // Keep a tail shorter than a pattern, so a match split across reads
+        // is found once.
+        let keep = carry.len().min(EDGE.len().max(UNDO.len()) - 1);
+        carry.drain(..carry.len() - keep);
+    }
+    1 + if edges > 0 { edges } else { undos }
+}
+
 /// Agent ids with a wire: `main` first, then `agent-N` by number.
 pub fn agent_ids(session_dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(session_dir.join("agents")) else {

@@ -6,6 +6,7 @@
 //! append-only file, not files.
 
 pub mod home;
+pub mod parts;
 pub mod records;
 pub mod state;
 pub mod tree;
@@ -22,7 +23,7 @@ use crate::error::{Error, Result};
 
 /// One agent's wire, read, and its branch tree.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AgentParts {
+pub struct AgentWire {
     /// `main`, `agent-0`, …
     pub id: String,
     pub dir: PathBuf,
@@ -30,10 +31,10 @@ pub struct AgentParts {
     pub tree: WireTree,
 }
 
-impl AgentParts {
-    pub fn from_wire(id: &str, dir: PathBuf, wire: WireIndex) -> AgentParts {
+impl AgentWire {
+    pub fn from_wire(id: &str, dir: PathBuf, wire: WireIndex) -> AgentWire {
         let tree = tree::build(&wire.entries, wire.lines);
-        AgentParts {
+        AgentWire {
             id: id.to_string(),
             dir,
             wire,
@@ -59,7 +60,7 @@ pub struct CodeSession {
     pub dir: PathBuf,
     pub id: String,
     pub state: SessionState,
-    pub agents: Vec<AgentParts>,
+    pub agents: Vec<AgentWire>,
 }
 
 /// Lineage between sessions: `line` is the last source wire line the
@@ -83,7 +84,7 @@ impl CodeSession {
             let agent_dir = dir.join("agents").join(&id);
             let name = format!("agents/{id}/wire.jsonl");
             let wire = WireIndex::read(&agent_dir.join("wire.jsonl"), &name)?;
-            agents.push(AgentParts::from_wire(&id, agent_dir, wire));
+            agents.push(AgentWire::from_wire(&id, agent_dir, wire));
         }
         Ok(CodeSession::from_parts(
             dir,
@@ -93,7 +94,7 @@ impl CodeSession {
     }
 
     /// Pure: from wires already indexed (the live tail keeps them).
-    pub fn from_parts(dir: &Path, state: SessionState, agents: Vec<AgentParts>) -> CodeSession {
+    pub fn from_parts(dir: &Path, state: SessionState, agents: Vec<AgentWire>) -> CodeSession {
         let dir_name = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -106,7 +107,7 @@ impl CodeSession {
         }
     }
 
-    pub fn agent(&self, id: &str) -> Option<&AgentParts> {
+    pub fn agent(&self, id: &str) -> Option<&AgentWire> {
         self.agents.iter().find(|a| a.id == id)
     }
 
@@ -175,6 +176,16 @@ impl CodeSession {
 
     /// Sessions beside this one (same bucket) forked from it.
     pub fn forks(&self) -> Vec<ForkLink> {
+        let mut out = self.fork_candidates();
+        for f in &mut out {
+            f.line = self.fork_line_of(&f.session);
+        }
+        out
+    }
+
+    /// Sessions beside this one whose `state.json` names it as their
+    /// source, by id; their lines are not read yet.
+    pub fn fork_candidates(&self) -> Vec<ForkLink> {
         let Some(bucket) = self.dir.parent() else {
             return Vec::new();
         };
@@ -185,22 +196,91 @@ impl CodeSession {
             .flatten()
             .map(|e| e.path())
             .filter(|p| p != &self.dir && home::is_session_dir(p))
+            .filter(|p| SessionState::read(p).forked_from.as_deref() == Some(self.id.as_str()))
             .filter_map(|p| {
-                let st = SessionState::read(&p);
-                if st.forked_from.as_deref() != Some(self.id.as_str()) {
-                    return None;
-                }
-                let id = p.file_name()?.to_string_lossy().into_owned();
-                let line = last_forked_line(&p.join("agents/main/wire.jsonl"));
                 Some(ForkLink {
-                    session: id,
-                    line: line.map(|l| l.saturating_sub(1)),
+                    session: p.file_name()?.to_string_lossy().into_owned(),
+                    line: None,
                 })
             })
             .collect();
         out.sort_by(|a, b| a.session.cmp(&b.session));
         out
     }
+
+    /// The last source line a sibling fork copied: its last `forked` line − 1.
+    pub fn fork_line_of(&self, fork_id: &str) -> Option<u32> {
+        let wire = self
+            .dir
+            .parent()?
+            .join(fork_id)
+            .join("agents/main/wire.jsonl");
+        last_forked_line(&wire).map(|l| l.saturating_sub(1))
+    }
+}
+
+/// Everything about one session, read from disk.
+pub fn parts(dir: &Path) -> Result<crate::sources::SessionParts> {
+    let cs = CodeSession::read(dir)?;
+    let forks = cs.forks();
+    Ok(parts::session_parts(&cs, forks))
+}
+
+/// Last change to the session: `state.json` or any agent's wire.
+pub fn modified(dir: &Path) -> std::time::SystemTime {
+    let wires = home::agent_ids(dir)
+        .into_iter()
+        .map(|id| dir.join("agents").join(id).join("wire.jsonl"));
+    std::iter::once(dir.join("state.json"))
+        .chain(wires)
+        .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+        .max()
+        .unwrap_or(std::time::UNIX_EPOCH)
+}
+
+/// A session's row for `list` and the picker: branches are counted from
+/// the main wire's edges (or old undos) without building them.
+pub fn summarize(
+    dir: &Path,
+    work_dirs: &std::collections::HashMap<String, String>,
+) -> crate::sources::SessionSummary {
+    let state = SessionState::read(dir);
+    let name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let bucket = dir.parent().map(name).unwrap_or_default();
+    crate::sources::SessionSummary {
+        id: name(dir),
+        tool: "kimi-code",
+        dir: dir.to_path_buf(),
+        work_dir: work_dirs.get(&bucket).cloned().or(state.cwd.clone()),
+        title: state.title.clone(),
+        world_lines: home::count_branches(&dir.join("agents/main/wire.jsonl")),
+        subagents: home::agent_ids(dir).len().saturating_sub(1),
+        modified: modified(dir)
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        size: dir_size(dir),
+        forked_from: state.forked_from.clone(),
+        fork_kind: state.forked_from.as_ref().map(|_| "fork".to_string()),
+    }
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_size(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
 }
 
 /// The last `forked` line of a wire, read without keeping it.

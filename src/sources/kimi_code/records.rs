@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::tree::{Ranges, WireTree};
+use super::tree::WireTree;
 use super::wire::{fold, Entry, EntryKind, WireIndex};
 use crate::error::{Error, Result};
 use crate::model::{Body, Marker, RecordMeta, Role};
@@ -60,34 +60,37 @@ pub fn record_meta(e: &Entry) -> Option<RecordMeta> {
     })
 }
 
-/// The records a branch sees, in wire order, as one index.
-pub fn branch_index(wire: &WireIndex, tree: &WireTree, b: usize) -> FileIndex {
+/// The records a branch sees, in wire order, as one index, with each
+/// record's time (Unix seconds) where its line has one.
+pub fn branch_index(wire: &WireIndex, tree: &WireTree, b: usize) -> (FileIndex, Vec<Option<f64>>) {
     let chain = tree.chain(b);
-    FileIndex {
-        name: wire.name.clone(),
-        path: wire.path.clone(),
-        records: records_on(&wire.entries, &chain),
-        warnings: Vec::new(),
-        dropped_warnings: 0,
-        bytes: wire.bytes,
-    }
-}
-
-fn records_on(entries: &[Entry], chain: &Ranges) -> Vec<RecordMeta> {
-    let mut out = Vec::new();
+    let mut records = Vec::new();
+    let mut times = Vec::new();
     let mut k = 0;
-    for e in entries {
+    for e in &wire.entries {
         while k < chain.len() && chain[k].1 < e.line {
             k += 1;
         }
         if k == chain.len() {
             break;
         }
-        if chain[k].0 <= e.line {
-            out.extend(record_meta(e));
+        if chain[k].0 > e.line {
+            continue;
+        }
+        if let Some(meta) = record_meta(e) {
+            records.push(meta);
+            times.push(e.time.map(|ms| ms / 1000.0));
         }
     }
-    out
+    let index = FileIndex {
+        name: wire.name.clone(),
+        path: wire.path.clone(),
+        records,
+        warnings: Vec::new(),
+        dropped_warnings: 0,
+        bytes: wire.bytes,
+    };
+    (index, times)
 }
 
 /// Loads a record's body from its wire. A range that changed on disk since
@@ -190,13 +193,30 @@ pub fn load_body(path: &Path, meta: &RecordMeta) -> Result<Body> {
             json!({"role": "tool", "content": text, "tool_call_id": ev.get("toolCallId")})
         }
         ("context.apply_compaction", _) => {
-            json!({"role": "system", "content": head.get("summary").and_then(Value::as_str).unwrap_or("")})
+            let summary = head.get("summary").and_then(Value::as_str).unwrap_or("");
+            json!({"role": "system", "content": [
+                {"type": "text", "text": compaction_note(&head)},
+                {"type": "text", "text": summary}]})
         }
         _ => json!({"role": meta.role.as_str()}),
     };
     let mut body = Body::from_value(normal);
     body.raw = head;
     Ok(body)
+}
+
+/// `compacted 12 messages (20716 → 172 tokens)`: what the row says first,
+/// so a compaction reads as one in any list.
+fn compaction_note(v: &Value) -> String {
+    let n = |k: &str| v.get(k).and_then(Value::as_u64);
+    let mut s = "⇲ compacted".to_string();
+    if let Some(c) = n("compactedCount") {
+        s.push_str(&format!(" {c} message{}", if c == 1 { "" } else { "s" }));
+    }
+    if let (Some(a), Some(b)) = (n("tokensBefore"), n("tokensAfter")) {
+        s.push_str(&format!(" ({a} → {b} tokens)"));
+    }
+    s
 }
 
 #[cfg(test)]
@@ -225,7 +245,8 @@ mod tests {
         std::fs::write(&path, WIRE).unwrap();
         let w = WireIndex::read(&path, "agents/main/wire.jsonl").unwrap();
         let t = tree::build(&w.entries, w.lines);
-        let ix = branch_index(&w, &t, 0);
+        let (ix, times) = branch_index(&w, &t, 0);
+        assert_eq!(times.len(), ix.records.len());
         let roles: Vec<&str> = ix.records.iter().map(|r| r.role.as_str()).collect();
         assert_eq!(roles, ["user", "assistant", "tool", "system", "system"]);
         let bodies: Vec<Body> = ix
@@ -239,7 +260,7 @@ mod tests {
         assert_eq!(bodies[1].tool_calls[0].arguments, "{\"command\":\"ls\"}");
         assert_eq!(bodies[2].text(), "a\nb");
         assert_eq!(bodies[2].tool_call_id.as_deref(), Some("c"));
-        assert_eq!(bodies[4].text(), "short");
+        assert_eq!(bodies[4].text(), "⇲ compacted\nshort");
         assert_eq!(ix.records[4].marker.as_deref(), Some(&Marker::Compaction));
         // A rewritten line is caught, not shown as the old record.
         std::fs::write(&path, WIRE.replace("hello", "HELLO")).unwrap();

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -106,7 +107,15 @@ pub struct WireIndex {
     steps: HashMap<String, usize>,
     /// The start of a line whose end hasn't arrived.
     pending: Vec<u8>,
+    /// Bytes so far of a line past `line_cap`, read past instead of kept.
+    oversize: Option<u64>,
+    /// Longest line kept whole (0: the default).
+    line_cap: usize,
 }
+
+/// A line longer than this is counted and warned about, not kept: a wire
+/// line holds a whole tool output, but not gigabytes of one.
+pub const LINE_CAP: usize = 256 << 20;
 
 /// Types worth parsing; any other type that opens its line is counted only.
 const WANTED: [&str; 9] = [
@@ -160,25 +169,64 @@ impl WireIndex {
         let mut n = 0;
         let mut start = 0;
         for nl in memchr::memchr_iter(b'\n', chunk) {
-            if self.pending.is_empty() {
-                self.add_line(&chunk[start..nl], 1);
+            let piece = &chunk[start..nl];
+            if let Some(so_far) = self.oversize.take() {
+                self.skip_line(so_far + piece.len() as u64 + 1);
+            } else if self.pending.is_empty() {
+                self.add_line(piece, 1);
             } else {
                 let mut line = std::mem::take(&mut self.pending);
-                line.extend_from_slice(&chunk[start..nl]);
+                line.extend_from_slice(piece);
                 self.add_line(&line, 1);
             }
             n += 1;
             start = nl + 1;
         }
-        self.pending.extend_from_slice(&chunk[start..]);
+        let rest = &chunk[start..];
+        match &mut self.oversize {
+            Some(so_far) => *so_far += rest.len() as u64,
+            None => {
+                self.pending.extend_from_slice(rest);
+                if self.pending.len() > self.cap() {
+                    self.oversize = Some(self.pending.len() as u64);
+                    self.pending = Vec::new();
+                }
+            }
+        }
         n
+    }
+
+    /// Lines longer than `cap` are read past (tests make it tiny).
+    pub fn with_line_cap(mut self, cap: usize) -> Self {
+        self.line_cap = cap;
+        self
+    }
+
+    fn cap(&self) -> usize {
+        if self.line_cap == 0 {
+            LINE_CAP
+        } else {
+            self.line_cap
+        }
+    }
+
+    /// A line too long to keep ended after `bytes` (its line end included).
+    fn skip_line(&mut self, bytes: u64) {
+        self.bytes += bytes;
+        self.lines += 1;
+        self.warn(format!(
+            "skipped a line of {bytes} bytes (longer than {} MiB)",
+            self.cap() >> 20
+        ));
     }
 
     /// The file ended: a last line without its newline counts once whole.
     /// A live tail doesn't call this: Kimi Code writes whole lines, so a
     /// line without its end is still being written.
     pub fn finish(&mut self) {
-        if !self.pending.is_empty() {
+        if let Some(so_far) = self.oversize.take() {
+            self.skip_line(so_far);
+        } else if !self.pending.is_empty() {
             let line = std::mem::take(&mut self.pending);
             self.add_line(&line, 0);
         }
@@ -186,7 +234,10 @@ impl WireIndex {
 
     /// Bytes of a half-written last line.
     pub fn pending_len(&self) -> usize {
-        self.pending.len()
+        match self.oversize {
+            Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            None => self.pending.len(),
+        }
     }
 
     fn add_line(&mut self, raw: &[u8], terminator: u64) {
@@ -201,52 +252,47 @@ impl WireIndex {
             self.warn("skipped a line over 4 GiB".to_string());
             return;
         };
-        let peek = peek_type(line);
-        match peek {
+        match peek_type(line) {
             Some((ty, true)) if !WANTED.contains(&ty) => return,
+            // 2.1.0's `kind:"event"` duplicates end that way: skip them
+            // without parsing (they copy whole messages).
+            Some((_, false)) if line.ends_with(br#","kind":"event"}"#) => return,
             _ => {}
         }
-        let value = match lenient::parse_value(line) {
-            Ok(v) => v,
-            Err(e) => {
-                // Kimi Code stops reading here and repairs the file to its
-                // valid prefix; worldline says so and reads on.
-                self.warn(format!("skipped malformed line: {e}"));
-                return;
-            }
-        };
-        let Some(obj) = value.as_object() else {
-            self.warn("skipped a line that is not a JSON object".to_string());
-            return;
-        };
+        let Some(rec) = self.slim(line) else { return };
         // 2.1.0's `kind:"event"` records duplicate messages: counted, never shown.
-        if obj.get("kind").and_then(Value::as_str) == Some("event") {
+        if rec.kind.as_ref().and_then(Value::as_str) == Some("event") {
             return;
         }
-        let ty = obj.get("type").and_then(Value::as_str).unwrap_or("");
-        let time = obj.get("time").and_then(Value::as_f64);
         let at = Entry {
             line: self.lines,
             offset,
             len,
             hash: xxh3_64(line),
-            time,
+            time: rec.time.as_ref().and_then(Value::as_f64),
             kind: EntryKind::Clear,
         };
-        let kind = match ty {
+        let s = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_string);
+        let n = |v: &Option<Value>| {
+            v.as_ref()
+                .and_then(Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+        };
+        let kind = match rec.ty.as_ref().and_then(Value::as_str).unwrap_or("") {
             "metadata" => {
-                self.protocol = str_of(&value, "protocol_version");
+                self.protocol = s(&rec.protocol_version);
                 return;
             }
-            "agent.switched" => match str_of(&value, "branch") {
+            "agent.switched" => match s(&rec.branch) {
                 Some(branch) => EntryKind::Switched {
                     branch,
-                    base: value
-                        .get("base")
+                    base: rec
+                        .base
+                        .as_ref()
                         .and_then(|b| Some((str_of(b, "branch")?, u32_of(b, "line")?))),
-                    reason: str_of(&value, "reason"),
-                    turns: u32_of(&value, "turns"),
-                    legacy_undo_line: u32_of(&value, "legacyUndoLine"),
+                    reason: s(&rec.reason),
+                    turns: n(&rec.turns),
+                    legacy_undo_line: n(&rec.legacy_undo_line),
                 },
                 None => {
                     self.warn("agent.switched without a branch name".to_string());
@@ -254,26 +300,26 @@ impl WireIndex {
                 }
             },
             "context.undo" => EntryKind::Undo {
-                count: u32_of(&value, "count").unwrap_or(1),
+                count: n(&rec.count).unwrap_or(1),
             },
             "context.apply_compaction" => EntryKind::Compaction,
             "context.clear" => EntryKind::Clear,
             "forked" => EntryKind::Forked,
-            "context.append_message" => match value.get("message") {
+            "context.append_message" => match rec.message {
                 Some(m) => message_kind(m),
                 None => return,
             },
-            "subagent.spawned" => match str_of(&value, "subagentId") {
+            "subagent.spawned" => match s(&rec.subagent_id) {
                 Some(agent_id) => EntryKind::Spawned {
                     agent_id,
-                    name: str_of(&value, "subagentName"),
-                    description: str_of(&value, "description"),
-                    parent_tool_call_id: str_of(&value, "parentToolCallId"),
+                    name: s(&rec.subagent_name),
+                    description: s(&rec.description),
+                    parent_tool_call_id: s(&rec.parent_tool_call_id),
                 },
                 None => return,
             },
             "context.append_loop_event" => {
-                let Some(ev) = value.get("event") else { return };
+                let Some(ev) = rec.event else { return };
                 return self.loop_event(ev, at);
             }
             _ => return,
@@ -281,13 +327,36 @@ impl WireIndex {
         self.entries.push(Entry { kind, ..at });
     }
 
-    fn loop_event(&mut self, ev: &Value, at: Entry) {
-        let ty = ev.get("type").and_then(Value::as_str).unwrap_or("");
-        match ty {
+    /// The fields worldline reads, without building the bulky ones
+    /// (content, tool arguments and outputs are skipped by the parser).
+    /// Odd bytes (invalid UTF-8, raw control characters) are repaired first,
+    /// as for kimi-cli files; a line that isn't JSON gets a warning.
+    fn slim(&mut self, line: &[u8]) -> Option<Slim> {
+        if let Ok(rec) = serde_json::from_slice::<Slim>(line) {
+            return Some(rec);
+        }
+        let repaired = lenient::repair(line);
+        if let Ok(rec) = serde_json::from_str::<Slim>(&repaired) {
+            return Some(rec);
+        }
+        match serde_json::from_str::<Value>(&repaired) {
+            // Kimi Code stops reading here and repairs the file to its valid
+            // prefix; worldline says so and reads on.
+            Err(e) => self.warn(format!("skipped malformed line: {e}")),
+            // An object of another shape (a message that isn't an object):
+            // nothing worldline reads.
+            Ok(Value::Object(_)) => {}
+            Ok(_) => self.warn("skipped a line that is not a JSON object".to_string()),
+        }
+        None
+    }
+
+    fn loop_event(&mut self, ev: SlimEvent, at: Entry) {
+        let s = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_string);
+        let ty = s(&ev.ty).unwrap_or_default();
+        match ty.as_str() {
             "step.begin" => {
-                let Some(uuid) = str_of(ev, "uuid") else {
-                    return;
-                };
+                let Some(uuid) = s(&ev.uuid) else { return };
                 self.steps.insert(uuid.clone(), self.entries.len());
                 self.entries.push(Entry {
                     kind: EntryKind::Step {
@@ -298,8 +367,12 @@ impl WireIndex {
                 });
             }
             "content.part" | "tool.call" | "step.end" => {
-                let key = if ty == "step.end" { "uuid" } else { "stepUuid" };
-                let Some(&i) = str_of(ev, key).and_then(|u| self.steps.get(&u)) else {
+                let key = if ty == "step.end" {
+                    &ev.uuid
+                } else {
+                    &ev.step_uuid
+                };
+                let Some(&i) = s(key).and_then(|u| self.steps.get(&u)) else {
                     return;
                 };
                 let step = &mut self.entries[i];
@@ -307,22 +380,22 @@ impl WireIndex {
                 step.len = u32::try_from(end - step.offset).unwrap_or(u32::MAX);
                 step.hash = fold(step.hash, at.hash);
                 if ty == "tool.call" {
-                    let id = str_of(ev, "toolCallId").unwrap_or_default();
+                    let id = s(&ev.tool_call_id).unwrap_or_default();
                     self.call_lines.push((id.clone(), at.line));
                     if let EntryKind::Step { tool_calls, .. } = &mut self.entries[i].kind {
                         tool_calls.push(ToolCallHead {
                             id,
-                            name: str_of(ev, "name").unwrap_or_default(),
+                            name: s(&ev.name).unwrap_or_default(),
                             dmail: None,
                         });
                     }
                 }
             }
             "tool.result" => {
-                let Some(tool_call_id) = str_of(ev, "toolCallId") else {
+                let Some(tool_call_id) = s(&ev.tool_call_id) else {
                     return;
                 };
-                let agent = ev.get("result").and_then(agent_of_result);
+                let agent = ev.result.and_then(|r| r.0);
                 self.entries.push(Entry {
                     kind: EntryKind::ToolResult {
                         tool_call_id,
@@ -350,7 +423,8 @@ impl Sink for WireIndex {
     }
 
     fn reset(&mut self) {
-        *self = WireIndex::new(self.name.clone(), self.path.clone());
+        let cap = self.line_cap;
+        *self = WireIndex::new(self.name.clone(), self.path.clone()).with_line_cap(cap);
     }
 }
 
@@ -383,16 +457,19 @@ fn u32_of(v: &Value, key: &str) -> Option<u32> {
         .and_then(|n| u32::try_from(n).ok())
 }
 
-fn message_kind(m: &Value) -> EntryKind {
-    let role = Role::parse(m.get("role").and_then(Value::as_str).unwrap_or(""));
+fn message_kind(m: SlimMessage) -> EntryKind {
+    let s = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_string);
+    let role = Role::parse(m.role.as_ref().and_then(Value::as_str).unwrap_or(""));
     let injection = m
-        .get("origin")
+        .origin
+        .as_ref()
         .and_then(|o| o.get("kind"))
         .and_then(Value::as_str)
         == Some("injection");
     let tool_calls = m
-        .get("toolCalls")
-        .or_else(|| m.get("tool_calls"))
+        .tool_calls
+        .or(m.tool_calls_snake)
+        .as_ref()
         .and_then(Value::as_array)
         .map(|calls| {
             calls
@@ -411,19 +488,126 @@ fn message_kind(m: &Value) -> EntryKind {
         role,
         injection,
         tool_calls,
-        tool_call_id: str_of(m, "toolCallId").or_else(|| str_of(m, "tool_call_id")),
+        tool_call_id: s(&m.tool_call_id).or_else(|| s(&m.tool_call_id_snake)),
     }
 }
 
-/// `agent_id: agent-N` on the first line of an Agent call's output.
-fn agent_of_result(result: &Value) -> Option<String> {
-    let text = match result.get("output") {
-        Some(Value::String(s)) => s.as_str(),
-        _ => return None,
-    };
-    let first = text.lines().next()?;
-    let id = first.strip_prefix("agent_id:")?.trim();
-    (!id.is_empty()).then(|| id.to_string())
+/// A wire line as far as worldline reads it. Small fields are kept as
+/// values (an odd type is then just absent); bulky ones are not declared,
+/// so the parser skips them without building them.
+#[derive(Deserialize)]
+struct Slim {
+    #[serde(rename = "type")]
+    ty: Option<Value>,
+    kind: Option<Value>,
+    time: Option<Value>,
+    protocol_version: Option<Value>,
+    branch: Option<Value>,
+    base: Option<Value>,
+    reason: Option<Value>,
+    turns: Option<Value>,
+    #[serde(rename = "legacyUndoLine")]
+    legacy_undo_line: Option<Value>,
+    count: Option<Value>,
+    #[serde(rename = "subagentId")]
+    subagent_id: Option<Value>,
+    #[serde(rename = "subagentName")]
+    subagent_name: Option<Value>,
+    description: Option<Value>,
+    #[serde(rename = "parentToolCallId")]
+    parent_tool_call_id: Option<Value>,
+    message: Option<SlimMessage>,
+    event: Option<SlimEvent>,
+}
+
+#[derive(Deserialize)]
+struct SlimMessage {
+    role: Option<Value>,
+    origin: Option<Value>,
+    #[serde(rename = "toolCalls")]
+    tool_calls: Option<Value>,
+    #[serde(rename = "tool_calls")]
+    tool_calls_snake: Option<Value>,
+    #[serde(rename = "toolCallId")]
+    tool_call_id: Option<Value>,
+    #[serde(rename = "tool_call_id")]
+    tool_call_id_snake: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct SlimEvent {
+    #[serde(rename = "type")]
+    ty: Option<Value>,
+    uuid: Option<Value>,
+    #[serde(rename = "stepUuid")]
+    step_uuid: Option<Value>,
+    #[serde(rename = "toolCallId")]
+    tool_call_id: Option<Value>,
+    name: Option<Value>,
+    result: Option<AgentLine>,
+}
+
+/// The subagent an Agent call's result names on the first line of its
+/// output (`agent_id: agent-N`), read from `{"output": …}` or a bare
+/// string; anything else is read past, not kept.
+struct AgentLine(Option<String>);
+
+impl<'de> Deserialize<'de> for AgentLine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = AgentLine;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any value")
+            }
+            fn visit_str<E>(self, text: &str) -> Result<AgentLine, E> {
+                let id = text
+                    .lines()
+                    .next()
+                    .and_then(|l| l.strip_prefix("agent_id:"))
+                    .map(str::trim)
+                    .filter(|id| !id.is_empty());
+                Ok(AgentLine(id.map(str::to_string)))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<AgentLine, A::Error> {
+                let mut found = AgentLine(None);
+                while let Some(key) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if key == "output" && found.0.is_none() {
+                        found = m.next_value::<AgentLine>()?;
+                    } else {
+                        m.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+                Ok(found)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<AgentLine, A::Error> {
+                while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(AgentLine(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<AgentLine, E> {
+                Ok(AgentLine(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<AgentLine, E> {
+                Ok(AgentLine(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<AgentLine, E> {
+                Ok(AgentLine(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<AgentLine, E> {
+                Ok(AgentLine(None))
+            }
+            fn visit_unit<E>(self) -> Result<AgentLine, E> {
+                Ok(AgentLine(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 #[cfg(test)]
@@ -488,6 +672,64 @@ mod tests {
         assert_eq!(ix.warnings[0].file, "agents/main/wire.jsonl");
         assert_eq!(ix.entries.len(), 1);
         assert_eq!(ix.entries[0].line, 3);
+    }
+
+    #[test]
+    fn odd_shapes_and_bytes_are_read_or_passed_over_never_fatal() {
+        let mut wire = Vec::new();
+        wire.extend_from_slice(
+            b"{\"type\":\"context.append_message\",\"message\":\"not an object\"}\n",
+        );
+        wire.extend_from_slice(b"{\"type\":\"context.append_message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"bad \xff byte\tand tab\"}],\"toolCalls\":[{\"id\":\"c9\",\"function\":{\"name\":\"Agent\",\"arguments\":\"{}\"}}, \"odd\"]}}\n");
+        wire.extend_from_slice(b"{\"type\":\"context.append_loop_event\",\"event\":{\"type\":\"tool.result\",\"toolCallId\":\"c9\",\"result\":\"agent_id: agent-7\"}}\n");
+        wire.extend_from_slice(b"{\"type\":\"context.undo\",\"count\":\"two\"}\n");
+        wire.extend_from_slice(b"[1,2]\n");
+        let ix = WireIndex::parse("w", Path::new("/w"), &wire);
+        assert_eq!(ix.lines, 5);
+        let kinds: Vec<&EntryKind> = ix.entries.iter().map(|e| &e.kind).collect();
+        assert_eq!(kinds.len(), 3, "{kinds:?}");
+        let EntryKind::Message {
+            role, tool_calls, ..
+        } = kinds[0]
+        else {
+            panic!("{kinds:?}")
+        };
+        assert_eq!(*role, Role::Assistant);
+        assert_eq!(tool_calls[0].name, "Agent");
+        assert_eq!(tool_calls[1].id, "");
+        assert_eq!(
+            kinds[1],
+            &EntryKind::ToolResult {
+                tool_call_id: "c9".into(),
+                agent: Some("agent-7".into())
+            }
+        );
+        assert_eq!(kinds[2], &EntryKind::Undo { count: 1 });
+        assert_eq!(ix.warnings.len(), 1);
+        assert_eq!(ix.warnings[0].line, 5);
+    }
+
+    #[test]
+    fn a_line_past_the_cap_is_counted_and_warned_not_kept() {
+        let big = format!(
+            "{{\"type\":\"context.append_message\",\"message\":{{\"role\":\"user\",\"content\":\"{}\"}}}}\n",
+            "x".repeat(500)
+        );
+        let wire =
+            format!("{{\"type\":\"metadata\"}}\n{big}{{\"type\":\"context.undo\",\"count\":1}}\n");
+        let mut ix = WireIndex::new("w", "/w").with_line_cap(100);
+        for c in wire.as_bytes().chunks(64) {
+            ix.feed(c);
+            assert!(ix.pending.len() <= 164, "held {}", ix.pending.len());
+        }
+        ix.finish();
+        assert_eq!(ix.lines, 3);
+        assert_eq!(ix.bytes, wire.len() as u64);
+        assert_eq!(ix.warnings.len(), 1);
+        assert_eq!(ix.warnings[0].line, 2);
+        assert_eq!(ix.entries.len(), 1);
+        assert_eq!(ix.entries[0].line, 3);
+        assert_eq!(ix.entries[0].offset, (20 + big.len()) as u64);
     }
 
     #[test]

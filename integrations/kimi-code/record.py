@@ -1,0 +1,344 @@
+"""Records real Kimi Code sessions against a scripted provider and checks
+worldline's world lines against what was driven and what Kimi Code answered.
+
+    record.py --kimi DIR/node_modules/.bin/kimi --node-bin DIR --worldline BIN --work DIR
+
+1. `kimi -p` once (a print-mode session: no title, one world line).
+2. `kimi web`, driven over its REST API: three prompts, `:undo` (→ b1), a
+   prompt, `:compact`, `:undo` again (Kimi Code refuses: compaction
+   boundary), a prompt, `:undo` (→ b2, based on b1), a prompt, `:fork`, and a
+   prompt on the fork. `worldline watch --json` follows the session from its
+   first turn to the end; its final state must equal `tree --format json`
+   of the final files.
+
+Exit 0 when every check passed; otherwise prints what differed and exits 1.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        FAILURES.append(what)
+    return cond
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(pred, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    raise SystemExit(f"timed out after {timeout}s waiting for {what}")
+
+
+class Api:
+    def __init__(self, port, token):
+        self.base = f"http://127.0.0.1:{port}/api/v1"
+        self.token = token
+
+    def call(self, method, path, body=None):
+        req = urllib.request.Request(
+            self.base + path, method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            return json.loads(e.read() or b"{}")
+
+    def idle(self, sid):
+        d = self.call("GET", f"/sessions/{sid}").get("data") or {}
+        return not d.get("busy") and not d.get("main_turn_active")
+
+    def prompt(self, sid, text):
+        r = self.call("POST", f"/sessions/{sid}/prompts",
+                      {"content": [{"type": "text", "text": text}], "model": "fake"})
+        if r.get("code") != 0:
+            raise SystemExit(f"prompt refused: {r}")
+        time.sleep(0.3)
+        wait_for(lambda: self.idle(sid), 60, f"the turn {text!r}")
+        return r
+
+
+def wire_lines(path):
+    """Non-empty lines of a wire, numbered from 1, parsed."""
+    out = []
+    with open(path, "rb") as f:
+        for raw in f:
+            if raw.strip():
+                out.append(json.loads(raw))
+    return out
+
+
+def line_of(lines, pred):
+    return [i + 1 for i, v in enumerate(lines) if pred(v)]
+
+
+def user_text_lines(lines, text):
+    return line_of(lines, lambda v: v.get("type") == "context.append_message"
+                   and v["message"].get("role") == "user"
+                   and any(p.get("text") == text for p in v["message"].get("content", [])))
+
+
+def worldline(args, env, *argv, cwd=None):
+    r = subprocess.run([args.worldline, *argv], env=env, cwd=cwd,
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise SystemExit(f"worldline {' '.join(argv)} failed: {r.stderr}")
+    return r.stdout
+
+
+def branches(tree):
+    return [(l["branch"], l["parent"], (l["fork"] or {}).get("kind"),
+             (l["fork"] or {}).get("turns"), l["current"]) for l in tree["world_lines"]]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kimi", required=True)
+    ap.add_argument("--node-bin", required=True)
+    ap.add_argument("--worldline", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--save-fixture")
+    args = ap.parse_args()
+    # Children run in other directories.
+    args.kimi, args.worldline = os.path.abspath(args.kimi), os.path.abspath(args.worldline)
+
+    work = os.path.abspath(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    home, proj = os.path.join(work, "home"), os.path.join(work, "project")
+    os.makedirs(home)
+    os.makedirs(proj)
+    llm_port, web_port = free_port(), free_port()
+    with open(os.path.join(home, "config.toml"), "w") as f:
+        f.write(f"""default_model = "fake"
+default_permission_mode = "yolo"
+telemetry = false
+[providers.fake]
+type = "openai"
+base_url = "http://127.0.0.1:{llm_port}/v1"
+api_key = "sk-fake"
+[models.fake]
+provider = "fake"
+model = "fake-model"
+max_context_size = 128000
+capabilities = ["tool_use"]
+""")
+    with open(os.path.join(home, "tui.toml"), "w") as f:
+        f.write("[upgrade]\nauto_install = false\n")
+    env = dict(os.environ)
+    env["KIMI_CODE_HOME"] = home
+    env["KIMI_SHARE_DIR"] = os.path.join(work, "no-kimi-cli")
+    env["PATH"] = os.path.abspath(args.node_bin) + os.pathsep + env.get("PATH", "")
+    env.pop("KIMI_API_KEY", None)
+
+    procs = []
+
+    def start(argv, **kw):
+        p = subprocess.Popen(argv, env=env, start_new_session=True, **kw)
+        procs.append(p)
+        return p
+
+    def stop_all():
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+
+    try:
+        start([sys.executable, os.path.join(HERE, "fake_llm.py"), str(llm_port),
+               os.path.join(work, "llm.log")], stdout=subprocess.DEVNULL)
+        wait_for(lambda: socket.socket().connect_ex(("127.0.0.1", llm_port)) == 0, 20, "the fake provider")
+        run(args, env, home, proj, web_port, start)
+    finally:
+        stop_all()
+    if FAILURES:
+        print(f"\n{len(FAILURES)} check(s) failed", flush=True)
+        sys.exit(1)
+    print("\nall Kimi Code bridge checks passed", flush=True)
+
+
+def run(args, env, home, proj, web_port, start):
+    t0 = time.time()
+    # --- 1. print mode ---------------------------------------------------------------
+    r = subprocess.run([args.kimi, "-p", "Print-mode prompt."], env=env, cwd=proj,
+                       capture_output=True, text=True, timeout=180)
+    check(r.returncode == 0, f"kimi -p exits 0 ({r.stderr[-300:]!r})")
+    check("Scripted reply to: Print-mode prompt." in r.stdout, "kimi -p prints the scripted reply")
+    rows = json.loads(worldline(args, env, "list", "--json", cwd=proj))
+    check(len(rows) == 1 and rows[0]["tool"] == "kimi-code", f"`list` in the work dir shows the print session as kimi-code: {rows}")
+    tree = json.loads(worldline(args, env, "tree", "--format", "json", cwd=proj))
+    check(tree["tool"] == "kimi-code" and tree["title"] is None, "print-mode session: kimi-code, no title")
+    check(branches(tree) == [("main", None, None, None, True)], f"print-mode session: one world line: {branches(tree)}")
+    check(tree["world_lines"][0]["records"] >= 2, "print-mode session: prompt and reply are records")
+    print(f"     (print mode took {time.time() - t0:.1f}s)", flush=True)
+
+    # --- 2. kimi web -----------------------------------------------------------------
+    start([args.kimi, "web", "--no-open", "--port", str(web_port)], cwd=proj,
+          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    token_file = os.path.join(home, "server.token")
+    wait_for(lambda: os.path.exists(token_file) and open(token_file).read().strip(), 90, "kimi web's token")
+    api = Api(web_port, open(token_file).read().strip())
+    wait_for(lambda: socket.socket().connect_ex(("127.0.0.1", web_port)) == 0, 90, "kimi web")
+    wait_for(lambda: api.call("GET", "/healthz") is not None, 30, "healthz")
+    s = api.call("POST", "/sessions", {"title": "bridge: two undos, a compaction, a fork",
+                                       "metadata": {"cwd": proj}})
+    check(s.get("code") == 0, f"session created: {s.get('msg')}")
+    sid = s["data"]["id"]
+    api.prompt(sid, "Turn 1: hello.")
+    sdir = wait_for(lambda: next((os.path.join(r, sid) for r, ds, _ in os.walk(os.path.join(home, "sessions"))
+                                  if sid in ds), None), 20, "the session dir")
+    watch_out = open(os.path.join(os.path.dirname(home), "watch.jsonl"), "w")
+    watch = start([args.worldline, "watch", "--json", sid], cwd=proj, stdout=watch_out)
+    time.sleep(1.0)
+    api.prompt(sid, "Turn 2: run a TOOL please.")
+    api.prompt(sid, "Turn 3: to be undone.")
+    u1 = api.call("POST", f"/sessions/{sid}:undo", {"count": 1})
+    check(u1.get("code") == 0, f"first undo accepted: {u1.get('msg')}")
+    api.prompt(sid, "Turn 4: on b1.")
+    c = api.call("POST", f"/sessions/{sid}:compact", {})
+    check(c.get("code") == 0, f"compaction started: {c.get('msg')}")
+    wire = os.path.join(sdir, "agents", "main", "wire.jsonl")
+    wait_for(lambda: line_of(wire_lines(wire), lambda v: v.get("type") in
+                             ("full_compaction.complete", "full_compaction.cancel")), 60, "the compaction")
+    wait_for(lambda: api.idle(sid), 30, "idle after compaction")
+    before_refusal = len(wire_lines(wire))
+    u2 = api.call("POST", f"/sessions/{sid}:undo", {"count": 1})
+    refused = u2.get("code") == 40911
+    check(refused, f"undo across the compaction refused (40911): {u2.get('code')} {u2.get('msg')}")
+    reason = (u2.get("data") or {}).get("reason")
+    check(reason == "compaction_boundary", f"refusal reason is compaction_boundary: {reason}")
+    check(len(wire_lines(wire)) == before_refusal, "the refused undo wrote nothing")
+    api.prompt(sid, "Turn 5: after the compaction, to be undone.")
+    u3 = api.call("POST", f"/sessions/{sid}:undo", {"count": 1})
+    check(u3.get("code") == 0, f"undo after a new prompt accepted: {u3.get('msg')}")
+    api.prompt(sid, "Turn 6: on b2.")
+    src_lines_at_fork = len(wire_lines(wire))
+    f = api.call("POST", f"/sessions/{sid}:fork", {"title": "bridge: the fork"})
+    check(f.get("code") == 0, f"fork made: {f.get('msg')}")
+    fid = f["data"]["id"]
+    api.prompt(fid, "Turn 7: on the fork.")
+    time.sleep(2.0)
+    watch.send_signal(signal.SIGTERM)
+    watch.wait(timeout=10)
+    watch_out.close()
+
+    # --- what the files say, independently of worldline -----------------------------
+    lines = wire_lines(wire)
+    edges = [(i + 1, v) for i, v in enumerate(lines) if v.get("type") == "agent.switched"]
+    check([v["branch"] for _, v in edges] == ["b1", "b2"], f"Kimi Code wrote two branch edges: {[v['branch'] for _, v in edges]}")
+    comp = line_of(lines, lambda v: v.get("type") == "context.apply_compaction")
+    check(len(comp) == 1, f"one compaction in the wire: {comp}")
+    t2, t3 = user_text_lines(lines, "Turn 2: run a TOOL please."), user_text_lines(lines, "Turn 3: to be undone.")
+    t4, t5 = user_text_lines(lines, "Turn 4: on b1."), user_text_lines(lines, "Turn 5: after the compaction, to be undone.")
+    fdir = os.path.join(os.path.dirname(sdir), fid)
+    flines = wire_lines(os.path.join(fdir, "agents", "main", "wire.jsonl"))
+    forked = line_of(flines, lambda v: v.get("type") == "forked")
+    check(len(forked) == 1, f"the fork's wire has one forked line: {forked}")
+    with open(wire, "rb") as a, open(os.path.join(fdir, "agents", "main", "wire.jsonl"), "rb") as b:
+        src_bytes = b"".join(l for l in a if l.strip())
+        fork_bytes = b"".join(l for l in b if l.strip())
+    copied = forked[0] - 1 if forked else -1
+    check(copied == src_lines_at_fork, f"the fork copied the {src_lines_at_fork} source lines: {copied}")
+    check(fork_bytes.splitlines()[:copied] == src_bytes.splitlines()[:copied], "the copy is byte for byte")
+
+    # --- what worldline says -----------------------------------------------------------
+    tree = json.loads(worldline(args, env, "tree", sid, "--format", "json"))
+    check(branches(tree) == [("main", None, None, None, False), ("b1", "main", "undo", 1, False),
+                             ("b2", "b1", "undo", 1, True)],
+          f"source world lines main → b1 → b2 (current): {branches(tree)}")
+    wl = {l["branch"]: l for l in tree["world_lines"]}
+    b1_fork, b2_fork = wl["b1"]["fork"]["line"], wl["b2"]["fork"]["line"]
+    check(b1_fork == edges[0][1]["base"]["line"] and b2_fork == edges[1][1]["base"]["line"],
+          f"fork lines are the edges' base lines: {b1_fork}, {b2_fork}")
+    check(t2[0] < b1_fork < t3[0], f"b1 keeps turn 2 (line {t2}) and undoes turn 3 (line {t3}): fork after {b1_fork}")
+    check(t4[0] < comp[0] <= b2_fork < t5[0], f"b2 keeps turn 4 and the compaction, undoes turn 5: fork after {b2_fork}")
+    check(tree["compactions"] == [{"branch": "b1", "line": comp[0]}], f"the compaction marks b1: {tree['compactions']}")
+    check(tree["folded_undos"] == [], "no folded undos")
+    pick = lambda l: l and {k: l.get(k) for k in ("session", "line", "kind")}
+    check([pick(f) for f in tree["forks"]] == [{"session": fid, "line": copied, "kind": "fork"}],
+          f"the source lists its fork: {tree['forks']}")
+    check(not tree["warnings"], f"no warnings: {tree['warnings']}")
+    ftree = json.loads(worldline(args, env, "tree", fid, "--format", "json"))
+    check(pick(ftree["forked_from"]) == {"session": sid, "line": copied, "kind": "fork"},
+          f"the fork names its source: {ftree['forked_from']}")
+    check(ftree["forked_from"]["records"] == tree["forks"][0]["records"] > 0,
+          f"both ends count the same shared records: {ftree['forked_from']['records']}")
+    check(branches(ftree) == branches(tree), "the fork inherits the source's branches")
+    check(ftree["title"] == "bridge: the fork", f"the fork's title: {ftree['title']}")
+    rows = {r["id"]: r for r in json.loads(worldline(args, env, "list", "--json", cwd=proj))}
+    check(set(rows) >= {sid, fid} and rows[sid]["world_lines"] == 3 and rows[sid]["tool"] == "kimi-code",
+          f"`list` in the work dir: {[(k, v['tool'], v['world_lines']) for k, v in rows.items()]}")
+
+    # --- watch ended where the files are ----------------------------------------------
+    events = [json.loads(l) for l in open(os.path.join(os.path.dirname(home), "watch.jsonl")) if l.strip()]
+    last, recs = {}, {}
+    for e in events:
+        if e.get("event") == "world_line" and e["agent"] == "main":
+            w = {k: v for k, v in e.items() if k not in ("event", "agent")}
+            last[w["branch"]] = w
+        if e.get("event") == "record" and e["agent"] == "main":
+            recs.setdefault(e["branch"], set()).add(e["index"])
+    # A world line's `records` grows by record events, not by new world_line events.
+    final = []
+    for l in tree["world_lines"]:
+        w = dict(last.get(l["branch"]) or {})
+        if w:
+            w["records"] = max([w["records"]] + [i + 1 for i in recs.get(l["branch"], ())])
+        final.append(w)
+    check(final == tree["world_lines"], "watch's world lines and record events end equal to `tree --format json`"
+          + ("" if final == tree["world_lines"] else f": {final} != {tree['world_lines']}"))
+    for l in tree["world_lines"]:
+        seen = recs.get(l["branch"], set())
+        want = set(range(l["shared_records"], l["records"]))
+        if l["branch"] == "main":
+            # Records already there when watch started come with no event.
+            want = {i for i in want if i >= min(seen | {l["records"]})}
+        check(want <= seen, f"watch reported every record of {l['branch']} ({len(want)} new)")
+    check(any(e.get("event") == "world_line" and e.get("branch") == "b2" for e in events),
+          "watch saw b2 appear live")
+    print(f"     (the whole recording took {time.time() - t0:.1f}s)", flush=True)
+
+    if args.save_fixture:
+        dest = os.path.abspath(args.save_fixture)
+        shutil.rmtree(dest, ignore_errors=True)
+        for d in (sdir, fdir):
+            rel = os.path.relpath(d, home)
+            shutil.copytree(d, os.path.join(dest, "home", rel),
+                            ignore=shutil.ignore_patterns("logs", "notify", "tasks"))
+        shutil.copy(os.path.join(home, "session_index.jsonl"), os.path.join(dest, "home"))
+        print(f"     saved the recording to {dest}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
