@@ -198,7 +198,7 @@ fn escape_sequences_in_dir_names_never_reach_the_terminal() {
         .join(OsStr::from_bytes(b"a\x1b[2J\xff"));
     std::fs::create_dir_all(&sub).unwrap();
     std::fs::copy(dir.join("context.jsonl"), sub.join("context.jsonl")).unwrap();
-    for format in ["text", "dot", "mermaid"] {
+    for format in ["text", "dot", "mermaid", "html", "svg"] {
         let r = tree(tmp.path(), &dir, format);
         assert_eq!(r.code, Some(0), "{format}: {}", r.err());
         common::assert_no_raw_controls(format, &r.stdout);
@@ -668,4 +668,62 @@ fn watch_warns_about_a_fifo_state_json_and_keeps_going() {
     let _ = child.wait();
     assert!(lines > 1, "watch streamed nothing");
     assert!(warned, "no warning about state.json");
+}
+
+/// Native notifications that cannot start (here: no file descriptor left
+/// for inotify) fall back to polling, and `watch` says so.
+#[test]
+fn watch_says_when_it_falls_back_to_polling() {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session_copy(tmp.path(), OsStr::new("s"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    cmd.args(["watch", "--json"])
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs in the hook.
+    unsafe {
+        cmd.pre_exec(|| {
+            // 0–2 and one more: inotify gets its descriptor, its event loop none.
+            let lim = libc::rlimit {
+                rlim_cur: 4,
+                rlim_max: 4,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let out = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines() {
+            let Ok(line) = line else { return };
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (mut warned, mut streamed) = (false, false);
+    while Instant::now() < deadline && !(warned && streamed) {
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
+            let v: Value = serde_json::from_str(&l).unwrap();
+            warned |= v["event"] == "warning"
+                && v["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("following by polling");
+            streamed |= v["event"] == "world_line";
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(warned, "no warning about the fall back to polling");
+    assert!(streamed, "watch streamed no world line while polling");
 }

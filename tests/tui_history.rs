@@ -1,6 +1,9 @@
 //! The TUI on sessions of older kimi-cli releases, drawn with TestBackend:
 //! a flat 0.55 session and a 1.0 `context_sub` session show their
-//! subagent, and inside it the subagent's own D-Mail world line.
+//! subagent, and inside it the subagent's own D-Mail world line; a
+//! `/fork` and an `/undo` hang off their source's map, `o` or a click steps
+//! into them and Esc back, and a fork made while the source is watched
+//! appears on its map.
 
 mod common;
 
@@ -12,7 +15,7 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::KeyCode;
 use ratatui::layout::Size;
 use ratatui::Terminal;
-use worldline::ui::app::{App, Live};
+use worldline::ui::app::{Action, App, Effect, Live};
 use worldline::ui::theme::Theme;
 use worldline::ui::view;
 use worldline::worldline::Session;
@@ -99,4 +102,162 @@ fn a_flat_dmail_session_shows_both_world_lines() {
     assert!(screen.contains("Version fold"), "{screen}");
     // The sending step shows the accepted send and the line it made.
     assert!(screen.contains("SendDMail→⚑1⇒β ✓"), "{screen}");
+}
+
+fn fork_undo(id: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/kimi-cli-history/v1_40_0_fork_undo/sessions")
+        .join("e7267f0bd6f7ca742a4acd6faae02d7e")
+        .join(id)
+}
+
+const SOURCE: &str = "0706220a-4234-46bf-958b-2c56b11dcb00";
+const UNDO: &str = "e299ef2f-64d0-45f5-b7f1-32ec254df600";
+const FORK: &str = "1daf86b9-2123-4299-843b-fa06669261a9";
+
+/// What the runtime does with `Effect::Open`: load that session and hand
+/// it over as the follower's first snapshot.
+fn opened(app: &mut App, effect: Effect) -> PathBuf {
+    let Effect::Open(dir) = effect else {
+        panic!("expected an Open, got {effect:?}");
+    };
+    app.update(Live::Snapshot(Arc::new(Session::load(&dir).unwrap())));
+    dir
+}
+
+/// The record a fork leaves its source at, as the row list holds it.
+fn fork_point_owner(s: &Session, k: usize) -> worldline::worldline::RecordRef {
+    let r = s.fork_point(&s.forks[k]).unwrap();
+    s.graph[s.main().lines[r.line].nodes[r.record]].owner
+}
+
+/// Does the selected row stand for record `r`?
+fn selection_covers(app: &App, r: worldline::worldline::RecordRef) -> bool {
+    let row = app.rows.row_at(app.cursor).unwrap();
+    app.shown_rows(row).contains(&app.rows.row_of(r).unwrap())
+}
+
+#[test]
+fn o_steps_into_a_fork_session_and_esc_comes_back() {
+    let mut app = open(&fork_undo(SOURCE));
+    let source = app.session.clone().unwrap();
+    // Away from any fork point, `o` goes to the next one (the /undo's),
+    // whose row is marked.
+    press(&mut app, "g");
+    assert!(matches!(press(&mut app, "o"), Effect::None));
+    assert!(selection_covers(&app, fork_point_owner(&source, 0)));
+    let screen = render(&mut app);
+    let marked = screen
+        .lines()
+        .find(|l| l.contains("⑂ /undo e299ef2f"))
+        .unwrap();
+    assert!(marked.contains("three"), "{screen}");
+    let here = app.selected();
+    // On it, `o` opens the /undo session, which says where it came from.
+    let effect = press(&mut app, "o");
+    let dir = opened(&mut app, effect);
+    assert!(dir.ends_with(UNDO));
+    assert_eq!(app.session.as_ref().unwrap().id, UNDO);
+    let screen = render(&mut app);
+    assert!(
+        screen.contains("α: ⑂ /undo of one at ⚑5 · record 18"),
+        "{screen}"
+    );
+    // It opens on its fork point: the last record it shares.
+    let sel = screen
+        .lines()
+        .find(|l| l.contains("⑂ copied up to here"))
+        .unwrap();
+    assert!(sel.contains("⚑5"), "{screen}");
+    // A late snapshot of the source (its follower stopping) is dropped.
+    app.update(Live::Snapshot(source.clone()));
+    assert_eq!(app.session.as_ref().unwrap().id, UNDO);
+    // Esc: back on the source, where we were.
+    let effect = press_code(&mut app, KeyCode::Esc);
+    let dir = opened(&mut app, effect);
+    assert!(dir.ends_with(SOURCE));
+    assert_eq!(app.session.as_ref().unwrap().id, SOURCE);
+    assert_eq!(app.selected(), here);
+    assert!(app.status.as_deref().unwrap_or("").contains("source"));
+    // Nothing left to go back to: Esc stays.
+    assert!(matches!(press_code(&mut app, KeyCode::Esc), Effect::None));
+}
+
+#[test]
+fn clicking_a_fork_track_enters_it_and_o_goes_back_to_the_source() {
+    let mut app = open(&fork_undo(SOURCE));
+    let screen = render(&mut app);
+    let (y, line) = screen
+        .lines()
+        .enumerate()
+        .find(|(_, l)| l.contains("└⑂ /fork · 1daf86b9"))
+        .unwrap();
+    let x = line.chars().position(|c| c == '└').unwrap() as u16;
+    let effect = app.update(Action::Click(ratatui::layout::Position::new(x, y as u16)));
+    let dir = opened(&mut app, effect);
+    assert!(dir.ends_with(FORK));
+    let screen = render(&mut app);
+    assert!(screen.contains("α: ⑂ /fork of one at ⚑6"), "{screen}");
+    // The fork has no forks of its own: `o` is the way back.
+    let effect = press(&mut app, "o");
+    let dir = opened(&mut app, effect);
+    assert!(dir.ends_with(SOURCE));
+    assert_eq!(app.session.as_ref().unwrap().forks.len(), 2);
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+#[test]
+fn a_fork_made_while_the_source_is_shown_appears_on_its_map() {
+    use worldline::live::{self, LiveEvent, LiveOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = fork_undo(SOURCE).parent().unwrap().to_path_buf();
+    let work = tmp.path().join(folder.file_name().unwrap());
+    copy_dir(&folder.join(SOURCE), &work.join(SOURCE));
+    let (rx, _h) = live::spawn(
+        work.join(SOURCE),
+        LiveOptions {
+            poll: true,
+            poll_interval: std::time::Duration::from_millis(20),
+        },
+    )
+    .unwrap();
+    let mut seen = common::Seen::default();
+    let first = seen.until_snapshot(&rx, "the first snapshot", |_| true);
+    let mut app = App::new(Theme { color: false }, true, Size::new(120, 36));
+    app.update(Live::Snapshot(first));
+    assert!(!render(&mut app).contains("└⑂"));
+    // kimi-cli's fork_session: the directory, the copied files, state.json.
+    let dst = work.join(FORK);
+    std::fs::create_dir_all(&dst).unwrap();
+    for f in ["context.jsonl", "wire.jsonl"] {
+        std::fs::copy(folder.join(FORK).join(f), dst.join(f)).unwrap();
+    }
+    std::fs::copy(folder.join(FORK).join("state.json"), dst.join("state.json")).unwrap();
+    // Every snapshot the follower sends goes to the app, as the runtime does.
+    loop {
+        let ev = seen.until(&rx, "a snapshot with the fork", |e| {
+            matches!(e, LiveEvent::Snapshot(_))
+        });
+        let LiveEvent::Snapshot(s) = ev else {
+            unreachable!()
+        };
+        let done = !s.forks.is_empty();
+        app.update(Live::Snapshot(s));
+        if done {
+            break;
+        }
+    }
+    let screen = render(&mut app);
+    assert!(
+        screen.contains("└⑂ /fork · 1daf86b9 · from ⚑6 · 23 records"),
+        "{screen}"
+    );
+    assert!(screen.contains("⑂ /fork 1daf86b9"), "{screen}");
 }

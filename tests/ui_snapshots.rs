@@ -346,3 +346,31 @@ fn four_world_lines_are_named_on_the_first_screen() {
         insta::assert_snapshot!(format!("four_lines_{w}x{h}"), screen);
     }
 }
+
+/// The `/fork` + `/undo` fixture: the source and the two sessions made from it.
+fn fork_undo_dir(id: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/kimi-cli-history/v1_40_0_fork_undo/sessions")
+        .join("e7267f0bd6f7ca742a4acd6faae02d7e")
+        .join(id)
+}
+
+#[test]
+fn fork_sessions() {
+    for (w, h) in SIZES {
+        // The source: both forks leave its map at their fork point.
+        let mut app = app_on_dir(&fork_undo_dir("0706220a-4234-46bf-958b-2c56b11dcb00"), w, h);
+        let screen = render(&mut app);
+        assert!(screen.contains("└⑂ /undo · e299ef2f"), "{screen}");
+        assert!(screen.contains("└⑂ /fork · 1daf86b9"), "{screen}");
+        insta::assert_snapshot!(format!("fork_source_{w}x{h}"), screen);
+        // The /undo says where it came from.
+        let mut app = app_on_dir(&fork_undo_dir("e299ef2f-64d0-45f5-b7f1-32ec254df600"), w, h);
+        let screen = render(&mut app);
+        assert!(
+            screen.contains("α: ⑂ /undo of one at ⚑5 · record 18"),
+            "{screen}"
+        );
+        insta::assert_snapshot!(format!("fork_undo_{w}x{h}"), screen);
+    }
+}

@@ -367,6 +367,22 @@ fn following_shows_the_leap_to_a_new_world_line() {
         app.status
     );
     assert!(app.follow, "following resumes after the leap");
+    // However long the status, the 80-column footer keeps the way to help and out.
+    app.prepare();
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 24)).unwrap();
+    term.draw(|f| {
+        worldline::ui::view::draw(f, &app);
+    })
+    .unwrap();
+    let screen = term.backend().to_string();
+    let footer = screen
+        .lines()
+        .last()
+        .unwrap()
+        .trim_end_matches('"')
+        .trim_end();
+    assert!(footer.contains("new world line"), "{screen}");
+    assert!(footer.ends_with(keys::FOOTER_TAIL), "{screen}");
     // Once the leap has been shown, the next snapshot follows the head again.
     app.leap = Some(worldline::ui::app::Leap {
         line: 2,

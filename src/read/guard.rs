@@ -116,7 +116,8 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, GuardError> {
 }
 
 /// [`read_capped`] parsed as JSON: `Ok(None)` when the file does not exist,
-/// `Err(reason)` (for a warning) when it is special, too big or not JSON.
+/// `Err(reason)` (for a warning naming the file) when it is a special file,
+/// too big, or not JSON (a torn write): its contents are then unknown.
 pub fn read_json(path: &Path, cap: u64) -> Result<Option<serde_json::Value>, String> {
     match read_capped(path, cap) {
         Ok(bytes) => super::lenient::parse_value(&bytes)

@@ -126,6 +126,9 @@ pub enum Action {
     SearchCancel,
     Hit(isize),
     Subagents,
+    /// Step into the `/fork` or `/undo` session leaving at the selection
+    /// (elsewhere: go to the next fork point); on a fork, back to its source.
+    Fork,
     Back,
     Help,
     Follow,
@@ -264,6 +267,12 @@ pub struct App {
     /// An accepted D-Mail: its world line gets selected when it appears.
     pub pending_jump: Option<PendingJump>,
     back: Option<Anchor>,
+    /// Sessions left for their forks, newest last (Esc goes back).
+    pub(super) hops: Vec<super::hop::Hop>,
+    /// The session asked for: snapshots of any other (a follower being
+    /// stopped) are dropped.
+    pub(super) want_session: Option<String>,
+    pub(super) arriving: Option<super::hop::Arrival>,
 }
 
 impl App {
@@ -293,6 +302,9 @@ impl App {
             cache: Cache::default(),
             pending_jump: None,
             back: None,
+            hops: Vec::new(),
+            want_session: None,
+            arriving: None,
         }
     }
 
@@ -557,7 +569,7 @@ impl App {
                     self.select(offset(self.cursor, d));
                 }
             }
-            Action::Click(p) => self.click(p),
+            Action::Click(p) => return self.click(p),
             Action::SwitchLine(d) => {
                 self.moved_by_hand();
                 self.switch_line(d);
@@ -620,12 +632,15 @@ impl App {
                 self.jump_hit(d);
             }
             Action::Subagents => self.open_subagents(),
+            Action::Fork => return self.step_fork(),
             Action::Back => {
                 if self.expanded {
                     self.expanded = false;
                     self.keep_in_view();
                 } else if self.agent != 0 {
                     self.leave_subagent();
+                } else if let Some(e) = self.hop_back() {
+                    return e;
                 }
             }
             Action::Help => self.overlay = Overlay::Help,
@@ -651,7 +666,7 @@ impl App {
         Effect::None
     }
 
-    fn click(&mut self, p: Position) {
+    fn click(&mut self, p: Position) -> Effect {
         let a = self.areas();
         if a.map.contains(p) {
             let fit = geometry::map_track_rows(self.size, a.map.height);
@@ -669,9 +684,10 @@ impl App {
                         self.enter_agent(agent);
                     }
                 }
+                Some(super::map::MapRow::Fork(k)) => return self.enter_fork(k),
                 None => {}
             }
-            return;
+            return Effect::None;
         }
         if a.graph.contains(p) {
             self.moved_by_hand();
@@ -680,9 +696,19 @@ impl App {
                 self.select(pos);
             }
         }
+        Effect::None
     }
 
     fn apply_snapshot(&mut self, s: Arc<Session>) {
+        if self.want_session.as_ref().is_some_and(|w| *w != s.id) {
+            return;
+        }
+        // The session a hop asked for (a fork, its source) replaces this
+        // one whole.
+        let asked = self.want_session.is_some();
+        if asked && self.session.as_ref().is_some_and(|old| old.id != s.id) {
+            self.leave_session();
+        }
         let first = self.session.is_none();
         // The live follower's first snapshot repeats what the fast initial
         // read showed: only a real change makes the session live.
@@ -725,6 +751,9 @@ impl App {
                     self.restore(&a);
                 }
             }
+        }
+        if first && !self.follow {
+            self.arrive();
         }
         // Hits are kept by record: they stay right as rows move.
     }
@@ -803,7 +832,35 @@ impl App {
         }
     }
 
-    fn anchor(&self) -> Option<Anchor> {
+    /// Another agent or session: no role filter (the every-record toggle
+    /// stays), and no search (its results would be of the old one).
+    fn fresh_filters(&mut self) {
+        self.filter = Filter {
+            every: self.filter.every,
+            ..Filter::default()
+        };
+        self.search = SearchState {
+            generation: self.search.generation + 1,
+            ..SearchState::default()
+        };
+    }
+
+    /// Forgets the session shown (another one is arriving).
+    fn leave_session(&mut self) {
+        self.session = None;
+        self.live = LiveState::Loading;
+        self.agent = 0;
+        self.back = None;
+        self.leap = None;
+        self.expanded = false;
+        self.overlay = Overlay::None;
+        self.fresh_filters();
+        self.focus = 0;
+        self.cursor = 0;
+        self.scroll = 0;
+    }
+
+    pub(super) fn anchor(&self) -> Option<Anchor> {
         let r = self.selected()?;
         let f = self.family()?;
         Some(Anchor {
@@ -814,7 +871,7 @@ impl App {
         })
     }
 
-    fn restore(&mut self, a: &Anchor) {
+    pub(super) fn restore(&mut self, a: &Anchor) {
         let Some(s) = self.session.clone() else {
             return;
         };
@@ -1129,14 +1186,7 @@ impl App {
         }
         self.back = self.anchor();
         self.agent = k;
-        self.filter = Filter {
-            every: self.filter.every,
-            ..Filter::default()
-        };
-        self.search = SearchState {
-            generation: self.search.generation + 1,
-            ..SearchState::default()
-        };
+        self.fresh_filters();
         self.rebuild_rows();
         self.focus = self.current_line();
         self.select(0);
@@ -1149,14 +1199,7 @@ impl App {
 
     fn leave_subagent(&mut self) {
         self.agent = 0;
-        self.filter = Filter {
-            every: self.filter.every,
-            ..Filter::default()
-        };
-        self.search = SearchState {
-            generation: self.search.generation + 1,
-            ..SearchState::default()
-        };
+        self.fresh_filters();
         self.rebuild_rows();
         match self.back.take() {
             Some(a) => self.restore(&a),

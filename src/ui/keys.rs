@@ -205,6 +205,13 @@ pub const TABLE: &[Binding] = &[
         action: || Action::Subagents,
     },
     Binding {
+        keys: "o",
+        what: "into the /fork or /undo session at this ⑂ (else: next ⑂); on a fork: its source",
+        footer: Some(("o fork session", 12)),
+        codes: &[ch('o')],
+        action: || Action::Fork,
+    },
+    Binding {
         keys: "F",
         what: "follow the newest record (shows each new world line's leap)",
         footer: Some(("F follow", 11)),
@@ -213,7 +220,7 @@ pub const TABLE: &[Binding] = &[
     },
     Binding {
         keys: "Esc Bksp",
-        what: "back: close the record, leave a subagent",
+        what: "back: close the record, leave a subagent or a fork session",
         footer: None,
         codes: &[k(KeyCode::Esc), k(KeyCode::Backspace)],
         action: || Action::Back,

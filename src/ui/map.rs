@@ -1,6 +1,7 @@
 //! The world-line map strip: one row per world line (name, rail with its
 //! checkpoints, fork, D-Mail sends, state and reason) and a row for the arc
-//! of the D-Mail that made the focused line. `layout_track` and `arc_row`
+//! of the D-Mail that made the focused line; subagents and the sessions
+//! `/fork` and `/undo` made from this one hang under their host track. `layout_track` and `arc_row`
 //! are pure (model + width in, cells out) so they are tested without a
 //! terminal; `draw` only paints their cells.
 
@@ -31,6 +32,8 @@ pub enum Ink {
     /// Compaction or /clear.
     Mark,
     Subagent,
+    /// Where a `/fork` or `/undo` session leaves.
+    Fork,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +88,9 @@ pub fn layout_track(map: &Map, t: &Track, cols: usize) -> Vec<Cell> {
     }
     for s in map.subagents.iter().filter(|s| s.host_line == t.line) {
         set(&mut out, c(s.x), '⇲', Ink::Subagent);
+    }
+    for fk in map.forks.iter().filter(|f| f.host_line == t.line) {
+        set(&mut out, c(fk.x), '⑂', Ink::Fork);
     }
     for a in map.arcs.iter().filter(|a| a.from_line == t.line) {
         let (glyph, ink) = match a.outcome {
@@ -166,12 +172,14 @@ pub fn arc_row_with_room(map: &Map, a: &DMailArc, cols: usize, extra: usize) -> 
     out
 }
 
-/// A row of the map strip: a world line's track, or a subagent's short
-/// track under the call that ran it.
+/// A row of the map strip: a world line's track, a subagent's short track
+/// under the call that ran it, or a fork session's under its fork point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MapRow {
     Track(usize),
     Sub(usize),
+    /// Index into `Map::forks`.
+    Fork(usize),
 }
 
 /// The rows the map shows when `fit` rows fit: every track with its
@@ -186,6 +194,11 @@ pub fn shown(map: &Map, fit: usize, focus: usize) -> Vec<MapRow> {
                 all.push(MapRow::Sub(k));
             }
         }
+        for (k, fk) in map.forks.iter().enumerate() {
+            if fk.host_line == t.line {
+                all.push(MapRow::Fork(k));
+            }
+        }
     }
     if all.len() <= fit {
         return all;
@@ -196,9 +209,9 @@ pub fn shown(map: &Map, fit: usize, focus: usize) -> Vec<MapRow> {
         .collect()
 }
 
-/// Rows the map wants: tracks and subagents.
+/// Rows the map wants: tracks, subagents and fork sessions.
 pub fn wanted_rows(map: &Map) -> usize {
-    map.tracks.len() + map.subagents.len()
+    map.tracks.len() + map.subagents.len() + map.forks.len()
 }
 
 /// First track shown when only `rows` fit: the newest ones, moved so the
@@ -236,7 +249,43 @@ fn ink_style(t: &Theme, line: usize, ink: Ink) -> Style {
         Ink::Refused => t.error(),
         Ink::Mark => t.accent(),
         Ink::Subagent => t.accent(),
+        Ink::Fork => t.accent().patch(t.bold()),
     }
+}
+
+/// A fork session's short track: `└⑂ /undo · e299ef2f · from ⚑2 · 19
+/// records (o enters)` from its fork point's column.
+pub fn fork_row(map: &Map, k: usize, cols: usize) -> (usize, String) {
+    let Some(fk) = map.forks.get(k) else {
+        return (0, String::new());
+    };
+    let at = col(fk.x, map.width, cols);
+    (4 + at, format!("└{} (o enters)", fk.text()))
+}
+
+fn fork_line(map: &Map, k: usize, cols: usize, w: usize, t: &Theme) -> Line<'static> {
+    let (indent, full) = fork_row(map, k, cols);
+    // A narrow screen drops the hint, then the details, before cutting: the
+    // label stays under its fork point.
+    let room = w.saturating_sub(indent);
+    let text = match map.forks.get(k) {
+        Some(fk) if width(&full) > room => {
+            let plain = format!("└{}", fk.text());
+            if width(&plain) <= room {
+                plain
+            } else {
+                format!("└⑂ /{} {}", fk.kind.as_str(), fk.label)
+            }
+        }
+        _ => full,
+    };
+    Line::from(vec![
+        Span::raw(" ".repeat(indent)),
+        Span::styled(
+            truncate(&text, w.saturating_sub(indent)),
+            t.accent().patch(t.bold()),
+        ),
+    ])
 }
 
 /// Width of the rail for a screen `w` wide.
@@ -286,6 +335,10 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
                 ]));
                 continue;
             }
+            MapRow::Fork(k) => {
+                lines.push(fork_line(map, k, cols, w, t));
+                continue;
+            }
         };
         let mut spans = Vec::new();
         let name_style = if Some(tr.line) == lit {
@@ -322,7 +375,7 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
         let reason = truncate(&reason, w.saturating_sub(used));
         let reason_style = if tr.reason.starts_with('←') {
             t.dmail()
-        } else if tr.reason.starts_with(['⊜', '∅']) {
+        } else if tr.reason.starts_with(['⊜', '∅', '⑂']) {
             t.accent()
         } else {
             t.dim()
@@ -430,6 +483,8 @@ mod tests {
             }],
             marks: Vec::new(),
             subagents: Vec::new(),
+            forks: Vec::new(),
+            came_from: None,
             width: 20,
         }
     }

@@ -11,6 +11,7 @@ pub mod detail;
 pub mod divergence;
 mod dmail;
 pub mod geometry;
+pub mod hop;
 pub mod keys;
 pub mod layout;
 pub mod map;

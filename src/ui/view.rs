@@ -290,6 +290,12 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
             (indent.to_string(), tag, style, text, right)
         }
     };
+    // Where a fork session leaves (on the source) or arrives (on the fork).
+    let right = match fork_mark(app, fam, covers.clone()) {
+        Some(m) if right.is_empty() => m,
+        Some(m) => format!("{m} {right}"),
+        None => right,
+    };
     let used: usize = spans.iter().map(|s| width(&s.content)).sum();
     let gutter_cell = format!("{gutter:<4}");
     spans.push(Span::styled(
@@ -317,6 +323,34 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
     } else {
         line
     }
+}
+
+/// "⑂ /undo e299ef2f" when a fork session leaves inside `covers`; on a
+/// fork, "⑂ copied up to here" at its own fork point.
+fn fork_mark(app: &App, fam: &Family, covers: std::ops::Range<usize>) -> Option<String> {
+    let s = app.session.as_deref()?;
+    if app.agent != 0 {
+        return None;
+    }
+    let mut out: Vec<String> = app
+        .fork_point_rows()
+        .into_iter()
+        .filter(|(row, _)| covers.contains(row))
+        .map(|(_, k)| {
+            let f = &app.map.forks[k];
+            format!("⑂ /{} {}", f.kind.as_str(), f.label)
+        })
+        .collect();
+    let own = s
+        .forked_from
+        .as_ref()
+        .and_then(|l| s.fork_point(l))
+        .and_then(|r| fam.lines.get(r.line)?.nodes.get(r.record).copied())
+        .and_then(|n| app.rows.row_of(s.graph[n].owner));
+    if own.is_some_and(|row| covers.contains(&row)) {
+        out.push("⑂ copied up to here".into());
+    }
+    (!out.is_empty()).then(|| out.join(" "))
 }
 
 /// Gutter, tag, its style, text and right-hand facts of a step row.
@@ -540,19 +574,14 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         let pct = (app.search.scanned * 100)
             .checked_div(app.search.total)
             .unwrap_or(0);
-        Line::from(Span::styled(
-            format!(
-                " searching /{} … {pct}% · {} hits · Esc stops",
-                sanitize_line(&app.search.query, 30),
-                app.search.hits.len()
-            ),
-            t.accent(),
-        ))
+        let text = format!(
+            "searching /{} … {pct}% · {} hits · Esc stops",
+            sanitize_line(&app.search.query, 30),
+            app.search.hits.len()
+        );
+        with_tail(text, area.width as usize, t)
     } else if let Some(msg) = &app.status {
-        Line::from(Span::styled(
-            format!(" {}", sanitize_line(msg, 200)),
-            t.accent(),
-        ))
+        with_tail(msg.clone(), area.width as usize, t)
     } else if app.expanded {
         Line::from(Span::styled(
             " PgUp/PgDn scroll  Esc/Enter back  j/k next record  ? help  q quit",
@@ -565,6 +594,20 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         ))
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+/// A message in the footer, cut to leave room for `? help  q quit` at the
+/// right: however long the message, the way to help and out stays on screen.
+fn with_tail(msg: String, width: usize, t: &super::theme::Theme) -> Line<'static> {
+    let tail = super::keys::FOOTER_TAIL;
+    let room = width.saturating_sub(crate::text::width(tail) + 3);
+    let text = sanitize_line(&msg, room);
+    let pad = width.saturating_sub(crate::text::width(&text) + crate::text::width(tail) + 1);
+    Line::from(vec![
+        Span::styled(format!(" {text}"), t.accent()),
+        Span::raw(" ".repeat(pad.saturating_sub(1))),
+        Span::styled(tail, t.dim()),
+    ])
 }
 
 pub(super) fn centered(area: Rect, w: u16, h: u16) -> Rect {

@@ -3,8 +3,9 @@
 //! one-line reason, its checkpoints as ticks, where it forks, D-Mail arcs
 //! from the sending call back to the checkpoint they target (refused ones
 //! too), compaction and `/clear` marks, and subagents under the call that
-//! ran them. The TUI draws it in a strip; `tree --format svg` draws the same
-//! model.
+//! ran them, and the sessions `/fork` and `/undo` made from this one as
+//! short tracks leaving at their fork point. The TUI draws it in a strip;
+//! `tree --format svg` draws the same model.
 //!
 //! The x axis is *written order*: every record once, in the order it was
 //! written (world line 0's records, then each later line's own records after
@@ -17,7 +18,7 @@ use std::ops::Range;
 use super::family::{Family, ForkKind};
 use super::graph::RecordRef;
 use super::names::line_name;
-use super::Session;
+use super::{LinkKind, Session, SessionLink};
 use crate::model::{Marker, Role};
 use crate::text::sanitize_line;
 
@@ -198,12 +199,53 @@ pub struct SubTrack {
     pub steps: usize,
 }
 
+/// A session made from this one by `/fork` or `/undo`, drawn as a short
+/// track leaving the main agent's map at the last record it shares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForkTrack {
+    /// Index into `Session::forks`.
+    pub fork: usize,
+    pub kind: LinkKind,
+    /// The fork's short id, sanitised.
+    pub label: String,
+    /// The fork point as this session holds it (`None`: an `/undo` of the
+    /// first turn, leaving from before anything).
+    pub at: Option<RecordRef>,
+    /// The world line drawing the fork point, and its x.
+    pub host_line: usize,
+    pub x: usize,
+    /// The last checkpoint at or before the fork point.
+    pub checkpoint: Option<i64>,
+    pub records: usize,
+}
+
+impl ForkTrack {
+    /// "⑂ /undo · Undo: one · from ⚑2 · 9 records".
+    pub fn text(&self) -> String {
+        let at = self
+            .checkpoint
+            .map(|c| format!(" · from ⚑{c}"))
+            .unwrap_or_default();
+        format!(
+            "⑂ /{} · {}{at} · {} record{}",
+            self.kind.as_str(),
+            self.label,
+            self.records,
+            if self.records == 1 { "" } else { "s" }
+        )
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Map {
     pub tracks: Vec<Track>,
     pub arcs: Vec<DMailArc>,
     pub marks: Vec<Mark>,
     pub subagents: Vec<SubTrack>,
+    /// Sessions made from this one (main agent's map only).
+    pub forks: Vec<ForkTrack>,
+    /// For a `/fork` or `/undo` session: where it came from (`came_from`).
+    pub came_from: Option<String>,
     /// One past the largest x.
     pub width: usize,
 }
@@ -237,6 +279,16 @@ impl Map {
                 world_lines: a.family.lines.len(),
                 steps: a.family.files.last().map_or(0, |f| f.checkpoints()),
             });
+        }
+        map.forks = s
+            .forks
+            .iter()
+            .enumerate()
+            .map(|(k, link)| fork_track(s, &main.family, &order, k, link))
+            .collect();
+        map.came_from = came_from(s);
+        if let (Some(from), Some(first)) = (&map.came_from, map.tracks.first_mut()) {
+            first.reason = format!("⑂ {from}");
         }
         map
     }
@@ -346,6 +398,8 @@ impl Map {
             arcs,
             marks,
             subagents: Vec::new(),
+            forks: Vec::new(),
+            came_from: None,
             width: order.total,
         }
     }
@@ -370,7 +424,10 @@ impl Map {
         let from = t.origin.map(line_name).unwrap_or_else(|| "?".into());
         let pct = format!("{}% new", t.new_permille / 10);
         match t.kind {
-            None => format!("{}: the first world line", t.name),
+            None => match &self.came_from {
+                Some(from) => format!("{}: ⑂ {from}", t.name),
+                None => format!("{}: the first world line", t.name),
+            },
             Some(ForkKind::Dmail) => {
                 let sender = self
                     .arc_into(line)
@@ -387,6 +444,78 @@ impl Map {
             Some(ForkKind::Unknown) => format!("{}: left {from}, reason unknown · {pct}", t.name),
         }
     }
+}
+
+/// Where fork `k` leaves the main agent's map.
+fn fork_track(
+    s: &Session,
+    family: &Family,
+    order: &Order,
+    k: usize,
+    link: &SessionLink,
+) -> ForkTrack {
+    let at = s.fork_point(link);
+    // The record's x is on the line that wrote it (shared records belong
+    // to an older line).
+    let (host_line, x) = at
+        .and_then(|r| {
+            let n = *family.lines.get(r.line)?.nodes.get(r.record)?;
+            let x = owner_of(family, order, r.line, n)?;
+            Some((order.line_of(x)?, x))
+        })
+        .unwrap_or((0, 0));
+    ForkTrack {
+        fork: k,
+        kind: link.kind,
+        // kimi-cli titles every fork "Fork: <this title>": the id is what
+        // tells them apart.
+        label: link_label(&link.session, None),
+        at,
+        host_line,
+        x,
+        checkpoint: at.and_then(|r| checkpoint_at(family, r)),
+        records: link.records,
+    }
+}
+
+/// The last checkpoint on `r`'s world line at or before `r`.
+fn checkpoint_at(family: &Family, r: RecordRef) -> Option<i64> {
+    let file = family.files.get(r.line)?;
+    file.records
+        .get(..=r.record.min(file.records.len().saturating_sub(1)))?
+        .iter()
+        .rev()
+        .find_map(|x| x.checkpoint)
+}
+
+/// A session named by its title, else its short id.
+fn link_label(id: &str, title: Option<&str>) -> String {
+    match title {
+        Some(t) if !t.trim().is_empty() => sanitize_line(t, 40),
+        _ => sanitize_line(id.get(..8).unwrap_or(id), 8),
+    }
+}
+
+/// Where a fork session came from, for its header: "/undo of one at ⚑2 ·
+/// record 8". The source's title is read from this session's own ("Undo:
+/// one"), the only place kimi-cli writes it.
+pub fn came_from(s: &Session) -> Option<String> {
+    let link = s.forked_from.as_ref()?;
+    let source = s.title.as_deref().and_then(|t| {
+        t.strip_prefix("Fork: ")
+            .or_else(|| t.strip_prefix("Undo: "))
+    });
+    let name = link_label(&link.session, source);
+    let at = match s.fork_point(link) {
+        Some(r) => {
+            let cp = checkpoint_at(&s.agents[0].family, r)
+                .map(|c| format!("⚑{c} · "))
+                .unwrap_or_default();
+            format!(" at {cp}record {}", r.record)
+        }
+        None => " before its first record".to_string(),
+    };
+    Some(format!("/{} of {name}{at}", link.kind.as_str()))
 }
 
 /// Every SendDMail call of the family as an arc.
@@ -666,5 +795,58 @@ mod tests {
             assert!(sub.world_lines >= 1);
             assert!(!sub.label.is_empty());
         }
+    }
+
+    fn fork_fixture(id: &str) -> Session {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/kimi-cli-history/v1_40_0_fork_undo/sessions")
+            .join("e7267f0bd6f7ca742a4acd6faae02d7e")
+            .join(id);
+        Session::load(&dir).unwrap()
+    }
+
+    #[test]
+    fn forks_leave_the_source_at_their_last_shared_record() {
+        let s = fork_fixture("0706220a-4234-46bf-958b-2c56b11dcb00");
+        let m = Map::of_session(&s);
+        assert_eq!(m.forks.len(), 2);
+        let kinds: Vec<_> = m.forks.iter().map(|f| f.kind).collect();
+        assert_eq!(kinds, [LinkKind::Undo, LinkKind::Fork]);
+        for f in &m.forks {
+            let link = &s.forks[f.fork];
+            let at = f.at.unwrap();
+            // The x is the shared prefix's last record, on the track drawing it.
+            assert_eq!(at.record, link.records - 1);
+            assert!(m.tracks[f.host_line].own.contains(&f.x));
+            assert_eq!(
+                Order::of(s.main()).record_of(f.x),
+                Some((at.line, at.record))
+            );
+            assert_eq!(f.label, &link.session[..8]);
+            assert!(f
+                .text()
+                .starts_with(&format!("⑂ /{} · {}", f.kind.as_str(), f.label)));
+            assert!(f.text().ends_with(&format!("{} records", link.records)));
+        }
+        // The /undo shares fewer records: it leaves earlier.
+        assert!(m.forks[0].x < m.forks[1].x);
+        assert!(m.forks[0].checkpoint.is_some());
+        assert_eq!(came_from(&s), None);
+    }
+
+    #[test]
+    fn a_fork_session_says_where_it_came_from() {
+        let s = fork_fixture("e299ef2f-64d0-45f5-b7f1-32ec254df600");
+        let text = came_from(&s).unwrap();
+        let r = s.fork_point(s.forked_from.as_ref().unwrap()).unwrap();
+        assert!(text.starts_with("/undo of one at ⚑"), "{text}");
+        assert!(text.ends_with(&format!("record {}", r.record)), "{text}");
+        let m = Map::of_session(&s);
+        assert!(m.forks.is_empty());
+        // The map's first line and the header's caption say it too.
+        assert_eq!(m.tracks[0].reason, format!("⑂ {text}"));
+        assert_eq!(m.caption(0), format!("α: ⑂ {text}"));
+        let s = fork_fixture("1daf86b9-2123-4299-843b-fa06669261a9");
+        assert!(came_from(&s).unwrap().starts_with("/fork of one at "));
     }
 }
