@@ -38,7 +38,10 @@ pub enum LiveState {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Overlay {
     None,
-    Help,
+    /// The help, scrolled down by `scroll` lines (it outgrows 80×24).
+    Help {
+        scroll: u16,
+    },
     Subagents {
         sel: usize,
     },
@@ -526,9 +529,9 @@ impl App {
         }
         match &self.overlay {
             Overlay::None => {}
-            Overlay::Help => {
-                self.overlay = Overlay::None;
-                return Effect::None;
+            Overlay::Help { scroll } => {
+                let scroll = *scroll;
+                return self.update_help(scroll, action);
             }
             Overlay::Subagents { sel } => {
                 let sel = *sel;
@@ -643,7 +646,7 @@ impl App {
                     return e;
                 }
             }
-            Action::Help => self.overlay = Overlay::Help,
+            Action::Help => self.overlay = Overlay::Help { scroll: 0 },
             Action::Follow => {
                 self.follow = !self.follow;
                 self.status = Some(if self.follow {

@@ -94,6 +94,22 @@ impl App {
         items
     }
 
+    /// j/k, the wheel and the page keys scroll the help; any other key
+    /// (q too) closes it.
+    pub(super) fn update_help(&mut self, scroll: u16, action: Action) -> Effect {
+        let by = match action {
+            Action::Move(d) | Action::Wheel(d) => d,
+            Action::Page(d) => d * 10,
+            _ => {
+                self.overlay = Overlay::None;
+                return Effect::None;
+            }
+        };
+        let scroll = (scroll as isize + by).clamp(0, 60) as u16;
+        self.overlay = Overlay::Help { scroll };
+        Effect::None
+    }
+
     pub(super) fn update_filter_menu(&mut self, sel: usize, action: Action) -> Effect {
         let items = self.filter_items();
         let n = items.len();
@@ -125,30 +141,33 @@ impl App {
     }
 }
 
-pub fn draw_help(f: &mut Frame, app: &App) {
+pub fn draw_help(f: &mut Frame, app: &App, scroll: u16) {
     let t = &app.theme;
     let area = centered(f.area(), 86, 40);
     let (_, hidden) = super::keys::footer(f.area().width as usize);
+    let inner = area.width.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
     for b in super::keys::TABLE.iter().filter(|b| !b.keys.is_empty()) {
+        // `·` marks what the footer has no room for; one row a key, so the
+        // keys stay a table however narrow the screen.
         let off_footer = b.footer.is_some_and(|(label, _)| hidden.contains(&label));
+        let what = crate::text::truncate(b.what, inner.saturating_sub(16));
         lines.push(Line::from(vec![
-            Span::styled(format!(" {:<13}", b.keys), t.bold()),
-            Span::raw(b.what),
-            Span::styled(
-                if off_footer {
-                    "  (not in the footer)"
-                } else {
-                    ""
-                },
-                t.dim(),
-            ),
+            Span::styled(if off_footer { "·" } else { " " }, t.accent()),
+            Span::styled(format!("{:<14}", b.keys), t.bold()),
+            Span::raw(what),
         ]));
     }
     lines.push(Line::from(vec![
-        Span::styled(format!(" {:<13}", "mouse"), t.bold()),
+        Span::styled(format!(" {:<14}", "mouse"), t.bold()),
         Span::raw("wheel scrolls, click selects a row or a map track"),
     ]));
+    if !hidden.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "· not in the footer at this width",
+            t.dim(),
+        )));
+    }
     lines.push(Line::default());
     lines.push(Line::from(vec![
         Span::styled(" Map ", t.bold()),
@@ -174,8 +193,9 @@ pub fn draw_help(f: &mut Frame, app: &App) {
         ),
     ]));
     let p = Paragraph::new(lines)
-        .block(Block::bordered().title(" help — any key closes "))
-        .wrap(Wrap { trim: false });
+        .block(Block::bordered().title(" help — j/k scroll · any other key closes "))
+        .wrap(Wrap { trim: false })
+        .scroll((scroll, 0));
     f.render_widget(Clear, area);
     f.render_widget(p, area);
 }

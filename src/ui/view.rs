@@ -48,7 +48,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     draw_detail(f, app, a.detail, a.wide && !app.expanded);
     draw_footer(f, app, a.footer);
     match &app.overlay {
-        Overlay::Help => super::popup::draw_help(f, app),
+        Overlay::Help { scroll } => super::popup::draw_help(f, app, *scroll),
         Overlay::Subagents { sel } => super::popup::draw_subagents(f, app, *sel),
         Overlay::Filter { sel } => super::popup::draw_filter_menu(f, app, *sel),
         Overlay::Compose(c) => {
@@ -596,10 +596,17 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
     f.render_widget(Paragraph::new(line), area);
 }
 
-/// A message in the footer, cut to leave room for `? help  q quit` at the
-/// right: however long the message, the way to help and out stays on screen.
+/// A message in the footer, cut to leave room for `? help  q quit` (or just
+/// `? q`) at the right: however long the message, the way to help and out
+/// stays on screen.
 fn with_tail(msg: String, width: usize, t: &super::theme::Theme) -> Line<'static> {
-    let tail = super::keys::FOOTER_TAIL;
+    let full = super::keys::FOOTER_TAIL;
+    // A message that needs the room keeps the keys in their shortest form.
+    let tail = if crate::text::width(&msg) + crate::text::width(full) + 3 > width {
+        "? q"
+    } else {
+        full
+    };
     let room = width.saturating_sub(crate::text::width(tail) + 3);
     let text = sanitize_line(&msg, room);
     let pad = width.saturating_sub(crate::text::width(&text) + crate::text::width(tail) + 1);
