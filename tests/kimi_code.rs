@@ -226,7 +226,7 @@ fn lookup_by_work_dir_index_and_key_and_list_names_the_tool() {
     c.current_dir(&work).args(["tree"]);
     let text = run(c);
     assert!(text.contains("d: compact then undo"), "{text}");
-    assert!(text.contains("⇲ compacted at line 65"), "{text}");
+    assert!(text.contains("⊜ compacted at line 65"), "{text}");
     assert!(text.contains("undo of 1 turn after line 68"), "{text}");
 
     // A wire path works as a target too.

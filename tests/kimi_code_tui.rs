@@ -63,6 +63,19 @@ fn two_undo_branches_and_a_compaction_read_at_both_sizes() {
             "{w}x{h}:\n{screen}"
         );
         assert!(screen.contains("current"), "{w}x{h}:\n{screen}");
+        // One row a turn (Kimi Code has no checkpoints), and the compaction
+        // a step of its own, in compaction's words.
+        for turn in [
+            "Turn 1: hello.",
+            "Turn 2: run a TOOL",
+            "Turn 3: to be undone.",
+        ] {
+            assert!(screen.contains(turn), "{w}x{h}:\n{screen}");
+        }
+        assert!(
+            screen.contains("⊜ compacted 9 messages"),
+            "{w}x{h}:\n{screen}"
+        );
         if h >= 40 {
             // The map's legend names the compaction marked on β.
             assert!(screen.contains("⊜ compaction"), "{w}x{h}:\n{screen}");
@@ -73,7 +86,7 @@ fn two_undo_branches_and_a_compaction_read_at_both_sizes() {
         let screen = render(&mut a);
         assert_eq!(screen.matches("●─╮").count(), 2, "{w}x{h}:\n{screen}");
         assert!(
-            screen.contains("⇲ compacted 9 messages"),
+            screen.contains("⊜ compacted 9 messages"),
             "{w}x{h}:\n{screen}"
         );
 

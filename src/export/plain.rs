@@ -181,7 +181,7 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
         }
     }
     for m in a.compactions.iter().filter(|m| m.world_line == i) {
-        let _ = write!(row, "  ⇲ compacted at line {}", m.line);
+        let _ = write!(row, "  ⊜ compacted at line {}", m.line);
     }
     for m in a.folded_undos.iter().filter(|m| m.world_line == i) {
         let _ = write!(

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 
 use crate::model::{Marker, RecordMeta, Role};
-use crate::worldline::map::Order;
+use crate::worldline::map::{Order, StepMark};
 use crate::worldline::{Family, RecordRef, Session};
 
 use super::layout::{Lanes, Span};
@@ -132,6 +132,7 @@ impl RowModel {
             })
             .collect();
         m.lanes = Lanes::assign(spans);
+        let step_mark = StepMark::of(family);
         for (i, (line, file)) in family.lines.iter().zip(&family.files).enumerate() {
             let own = m.order.own(i);
             if own.is_empty() {
@@ -139,7 +140,7 @@ impl RowModel {
             }
             m.steps.push(own.start);
             for (k, rec) in file.records.iter().enumerate().skip(line.shared + 1) {
-                if rec.role == Role::Checkpoint {
+                if step_mark.opens(rec) {
                     m.steps.extend(m.order.x_of(i, k));
                 }
             }

@@ -369,6 +369,8 @@ fn describe_step(app: &App, st: &super::steps::Step) -> (String, String, Style, 
             format!("D-Mail: {}", st.known_text.clone().unwrap_or_default()),
         ),
         StepKind::User => (t.role(&Role::User).patch(t.bold()), preview),
+        // Kimi Code's compaction record already says so (`⊜ compacted …`).
+        StepKind::Compaction if preview.starts_with('⊜') => (t.accent(), preview),
         StepKind::Compaction => (t.accent(), format!("compacted: {preview}")),
         StepKind::Assistant => (t.role(&Role::Assistant), preview),
         StepKind::System => (t.dim(), preview),

@@ -19,8 +19,43 @@ use super::family::{Family, ForkKind};
 use super::graph::RecordRef;
 use super::names::line_name;
 use super::{LinkKind, Session, SessionLink};
-use crate::model::{Marker, Role};
+use crate::model::{Marker, RecordMeta, Role};
 use crate::text::sanitize_line;
+
+/// What opens a step: a checkpoint, where the agent writes them (kimi-cli),
+/// else a real user prompt or a compaction (Kimi Code has no checkpoints,
+/// so each turn is a step there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepMark {
+    Checkpoint,
+    Prompt,
+}
+
+impl StepMark {
+    pub fn of(family: &Family) -> StepMark {
+        let checkpointed = family
+            .files
+            .iter()
+            .any(|f| f.records.iter().any(|r| r.role == Role::Checkpoint));
+        if checkpointed {
+            StepMark::Checkpoint
+        } else {
+            StepMark::Prompt
+        }
+    }
+
+    pub fn opens(self, rec: &RecordMeta) -> bool {
+        match self {
+            StepMark::Checkpoint => rec.role == Role::Checkpoint,
+            // A compaction stands out as a step of its own, as in kimi-cli
+            // (where it starts a new file with a fresh checkpoint).
+            StepMark::Prompt => match rec.marker.as_deref() {
+                None => rec.role == Role::User,
+                Some(m) => *m == Marker::Compaction,
+            },
+        }
+    }
+}
 
 /// Written order of one agent's records: `x` ↔ (world line, record).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -277,7 +312,10 @@ impl Map {
                 host_line: call.line,
                 x,
                 world_lines: a.family.lines.len(),
-                steps: a.family.files.last().map_or(0, |f| f.checkpoints()),
+                steps: a.family.files.last().map_or(0, |f| {
+                    let mark = StepMark::of(&a.family);
+                    f.records.iter().filter(|r| mark.opens(r)).count()
+                }),
             });
         }
         map.forks = s
@@ -300,6 +338,7 @@ impl Map {
             order.x_of(o.line, o.record)
         };
         let mut tracks: Vec<Track> = Vec::with_capacity(family.lines.len());
+        let step_mark = StepMark::of(family);
         for (i, (line, file)) in family.lines.iter().zip(&family.files).enumerate() {
             let own = order.own(i);
             let ticks = file
@@ -335,7 +374,7 @@ impl Map {
                     .as_ref()
                     .filter(|f| f.kind == ForkKind::Dmail)
                     .and_then(|f| f.checkpoint),
-                steps: file.checkpoints(),
+                steps: file.records.iter().filter(|r| step_mark.opens(r)).count(),
                 tokens: file.records.iter().rev().find_map(|r| r.tokens),
                 new_permille: ((own.len() * 1000 / total).min(1000)) as u16,
                 own,
@@ -492,7 +531,11 @@ fn checkpoint_at(family: &Family, r: RecordRef) -> Option<i64> {
 fn link_label(id: &str, title: Option<&str>) -> String {
     match title {
         Some(t) if !t.trim().is_empty() => sanitize_line(t, 40),
-        _ => sanitize_line(id.get(..8).unwrap_or(id), 8),
+        _ => {
+            // Kimi Code ids all start `session_`: the uuid tells them apart.
+            let id = id.strip_prefix("session_").unwrap_or(id);
+            sanitize_line(id.get(..8).unwrap_or(id), 8)
+        }
     }
 }
 
@@ -822,7 +865,11 @@ mod tests {
                 Order::of(s.main()).record_of(f.x),
                 Some((at.line, at.record))
             );
-            assert_eq!(f.label, &link.session[..8]);
+            let id = link
+                .session
+                .strip_prefix("session_")
+                .unwrap_or(&link.session);
+            assert_eq!(f.label, &id[..8]);
             assert!(f
                 .text()
                 .starts_with(&format!("⑂ /{} · {}", f.kind.as_str(), f.label)));

@@ -158,7 +158,10 @@ impl Session {
     /// `None` when nothing is shared (an `/undo` of the first turn).
     pub fn fork_point(&self, link: &SessionLink) -> Option<RecordRef> {
         let record = link.records.checked_sub(1)?;
-        let line = if self.forked_from.as_ref() == Some(link) {
+        // A kimi-cli fork is one file (its first world line); a Kimi Code
+        // fork copies every branch byte for byte, so the shared records sit
+        // on the same branch in both sessions.
+        let line = if self.forked_from.as_ref() == Some(link) && self.tool == Tool::KimiCli {
             0
         } else {
             link.source_line

@@ -209,7 +209,7 @@ pub fn load_body(path: &Path, meta: &RecordMeta) -> Result<Body> {
 /// so a compaction reads as one in any list.
 fn compaction_note(v: &Value) -> String {
     let n = |k: &str| v.get(k).and_then(Value::as_u64);
-    let mut s = "⇲ compacted".to_string();
+    let mut s = "⊜ compacted".to_string();
     if let Some(c) = n("compactedCount") {
         s.push_str(&format!(" {c} message{}", if c == 1 { "" } else { "s" }));
     }
@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(bodies[1].tool_calls[0].arguments, "{\"command\":\"ls\"}");
         assert_eq!(bodies[2].text(), "a\nb");
         assert_eq!(bodies[2].tool_call_id.as_deref(), Some("c"));
-        assert_eq!(bodies[4].text(), "⇲ compacted\nshort");
+        assert_eq!(bodies[4].text(), "⊜ compacted\nshort");
         assert_eq!(ix.records[4].marker.as_deref(), Some(&Marker::Compaction));
         // A rewritten line is caught, not shown as the old record.
         std::fs::write(&path, WIRE.replace("hello", "HELLO")).unwrap();
