@@ -380,8 +380,10 @@ pub fn index_prefix(file: &File, path: &Path, name: &str, len: u64) -> Result<In
     let mut merged = Indexer::new(name, path);
     // One allocation of the final size: growing by doubling would hold up to
     // three copies of the index at the peak.
+    // A sixteenth more (allocated, untouched) lets a live follower append a
+    // while before its first move to a bigger buffer.
     let total: usize = parts.iter().flatten().map(|p| p.index.records.len()).sum();
-    merged.index.records.reserve_exact(total);
+    merged.index.records.reserve_exact(total + total / 16);
     for (part, &start) in parts.into_iter().zip(&bounds) {
         merged.append(part?, start);
     }

@@ -35,10 +35,12 @@ unsafe impl Sync for Buf {}
 
 impl Buf {
     fn with_capacity(cap: usize) -> Buf {
+        // Allocated, not written: untouched slack costs no resident memory.
+        let raw = Box::into_raw(Box::<[RecordMeta]>::new_uninit_slice(cap));
         Buf {
-            slots: (0..cap)
-                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-                .collect(),
+            // SAFETY: `UnsafeCell<MaybeUninit<T>>` is `repr(transparent)`
+            // over `MaybeUninit<T>`: same layout, same allocation.
+            slots: unsafe { Box::from_raw(raw as *mut [UnsafeCell<MaybeUninit<RecordMeta>>]) },
             claimed: AtomicUsize::new(0),
         }
     }
