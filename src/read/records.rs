@@ -105,10 +105,24 @@ impl Records {
         self.buf.claimed.load(Ordering::Acquire) == self.len
     }
 
-    /// Moves to a private buffer of `cap` slots: records are moved if no
-    /// one else holds the old buffer, cloned otherwise.
+    /// Room for `cap` slots in a buffer of our own: grown in place if no
+    /// one else holds it, else a new one (records cloned into it).
     fn grow(&mut self, cap: usize) {
         let cap = cap.max(self.len);
+        let len = self.len;
+        if let Some(old) = Arc::get_mut(&mut self.buf) {
+            if *old.claimed.get_mut() == len {
+                // Ours alone and all initialised slots are ours: grow in
+                // place as a `Vec` would (a big `realloc` remaps, no copy).
+                let mut v = std::mem::take(&mut old.slots).into_vec();
+                v.reserve_exact(cap - v.len());
+                // SAFETY: the added slots are `MaybeUninit`, valid
+                // uninitialised; `claimed` still counts the written ones.
+                unsafe { v.set_len(v.capacity()) };
+                old.slots = v.into_boxed_slice();
+                return;
+            }
+        }
         let new = Buf::with_capacity(cap);
         match Arc::get_mut(&mut self.buf) {
             Some(old) => {
@@ -137,22 +151,22 @@ impl Records {
         self.buf = Arc::new(new);
     }
 
-    /// The records as an owned `Vec` (moved when not shared).
+    /// The records as an owned `Vec`: the storage itself when not shared.
     pub fn into_vec(mut self) -> Vec<RecordMeta> {
-        if self.at_frontier() && Arc::get_mut(&mut self.buf).is_some() {
-            let mut out = Vec::with_capacity(self.len);
-            if let Some(old) = Arc::get_mut(&mut self.buf) {
-                let n = *old.claimed.get_mut();
+        let len = self.len;
+        match Arc::get_mut(&mut self.buf) {
+            Some(old) if old.claimed.load(Ordering::Relaxed) == len => {
                 *old.claimed.get_mut() = 0;
-                for slot in old.slots[..n].iter_mut() {
-                    // SAFETY: initialised, read once; the buffer will not
-                    // drop it (`claimed` is 0).
-                    out.push(unsafe { slot.get_mut().assume_init_read() });
-                }
+                let slots = std::mem::take(&mut old.slots);
+                let cap = slots.len();
+                let ptr = Box::into_raw(slots).cast::<RecordMeta>();
+                // SAFETY: one allocation of `cap` slots with `RecordMeta`'s
+                // size and alignment, the first `len` initialised; the
+                // buffer no longer owns or drops them (`claimed` is 0 and
+                // its slots are empty).
+                unsafe { Vec::from_raw_parts(ptr, len, cap) }
             }
-            out
-        } else {
-            self.to_vec()
+            _ => self.to_vec(),
         }
     }
 }
@@ -276,6 +290,24 @@ mod tests {
         assert!(!Arc::ptr_eq(&other.buf, &snap.buf));
         assert_eq!(lines(&other), vec![1, 3]);
         assert_eq!(lines(&live), vec![1, 2]);
+    }
+
+    #[test]
+    fn growing_alone_keeps_every_record_and_a_stale_clone_its_own() {
+        let mut r = Records::new();
+        for l in 1..=1000 {
+            r.push(rec(l));
+        }
+        let old = r.clone();
+        drop(old);
+        r.reserve_exact(5000);
+        r.push(rec(1001));
+        assert_eq!(lines(&r), (1..=1001).collect::<Vec<_>>());
+        let stale = r.clone();
+        r.push(rec(1002));
+        drop(r);
+        assert_eq!(stale.len(), 1001);
+        assert_eq!(stale.into_vec().last().map(|m| m.line), Some(1001));
     }
 
     #[test]
