@@ -41,7 +41,9 @@ pub fn watch(args: &WatchArgs) -> anyhow::Result<()> {
         let lines = match event {
             LiveEvent::Snapshot(s) => {
                 let lines = events_between(shown.as_deref(), &s);
-                shown = Some(s);
+                if let Some(old) = shown.replace(s) {
+                    worldline::live::drop_later(old);
+                }
                 lines
             }
             LiveEvent::Deleted => vec![json!({"event": "deleted"})],

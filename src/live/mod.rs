@@ -5,6 +5,7 @@
 //! as one new world line, never as a half-copied one.
 
 mod code;
+mod dropper;
 mod state;
 #[cfg(test)]
 mod test_util;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+pub use dropper::drop_later;
 pub use state::ROTATION_GRACE;
 pub use watch::events_between;
 

@@ -6,6 +6,7 @@ pub mod guard;
 mod hash;
 pub mod head;
 pub mod lenient;
+mod records;
 pub mod scan;
 mod stream;
 mod tail;
@@ -15,6 +16,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 pub use hash::canonical_hash;
+pub use records::Records;
 pub use tail::{FileId, Follow, Sink, Tail, TailChange};
 
 use crate::error::{Error, Result};
@@ -27,7 +29,8 @@ pub struct FileIndex {
     /// (`context_1.jsonl`, `subagents/a1/context.jsonl`).
     pub name: String,
     pub path: PathBuf,
-    pub records: Vec<RecordMeta>,
+    /// Shared with the live follower's later snapshots (append-only).
+    pub records: Records,
     pub warnings: Vec<Warning>,
     /// Bytes consumed: every complete line (and the last one at EOF).
     pub bytes: u64,
@@ -199,7 +202,7 @@ impl Indexer {
         } = part;
         self.index
             .records
-            .extend(index.records.into_iter().map(|mut r| {
+            .extend(index.records.into_vec().into_iter().map(|mut r| {
                 r.offset += start;
                 r.line = r
                     .line
@@ -377,8 +380,10 @@ pub fn index_prefix(file: &File, path: &Path, name: &str, len: u64) -> Result<In
     let mut merged = Indexer::new(name, path);
     // One allocation of the final size: growing by doubling would hold up to
     // three copies of the index at the peak.
+    // A sixteenth more (allocated, untouched) lets a live follower append a
+    // while before its first move to a bigger buffer.
     let total: usize = parts.iter().flatten().map(|p| p.index.records.len()).sum();
-    merged.index.records.reserve_exact(total);
+    merged.index.records.reserve_exact(total + total / 16);
     for (part, &start) in parts.into_iter().zip(&bounds) {
         merged.append(part?, start);
     }

@@ -729,7 +729,9 @@ impl App {
             self.agent = 0;
             self.back = None;
         }
-        self.session = Some(s);
+        if let Some(old) = self.session.replace(s) {
+            crate::live::drop_later(old);
+        }
         self.cache.clear();
         self.rebuild_rows();
         let lines_now = self.family().map_or(0, |f| f.lines.len());

@@ -85,7 +85,7 @@ pub fn branch_index(wire: &WireIndex, tree: &WireTree, b: usize) -> (FileIndex, 
     let index = FileIndex {
         name: wire.name.clone(),
         path: wire.path.clone(),
-        records,
+        records: records.into(),
         warnings: Vec::new(),
         dropped_warnings: 0,
         bytes: wire.bytes,
