@@ -475,3 +475,20 @@ fn a_work_dir_with_sessions_of_both_tools() {
         serde_json::from_str(&run_here(&["tree", "session_84", "--format", "json"])).unwrap();
     assert_eq!(code["world_lines"][1]["branch"], "b1");
 }
+
+#[test]
+fn replay_says_plainly_that_it_plays_kimi_cli_sessions_only() {
+    let home = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/kimi-code/r_two_undos_compact_fork/home");
+    let out = bin(&home)
+        .args(["replay", "--headless", "session_480a004a"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("session_480a004a"), "{err}");
+    assert!(
+        err.contains("Kimi Code session; replay plays kimi-cli sessions only"),
+        "{err}"
+    );
+}

@@ -180,10 +180,10 @@ fn state_word(t: &Track) -> &'static str {
     t.state.as_str()
 }
 
-/// `current · 4 ⚑ · 1.1k tok`.
+/// `current · 4 steps · 1.1k tok` (a step: a checkpoint, or a Kimi Code turn).
 fn counts(t: &Track) -> String {
     let mut s = format!(
-        "{} · {} checkpoint{}",
+        "{} · {} step{}",
         state_word(t),
         t.steps,
         if t.steps == 1 { "" } else { "s" }
@@ -298,7 +298,7 @@ pub fn map_svg(s: &Session, opts: &SvgOptions) -> String {
         };
         let label = crate::text::sanitize_line(&label, 70);
         let detail = format!(
-            "{} world line{} · {} checkpoint{}",
+            "{} world line{} · {} step{}",
             sub.world_lines,
             if sub.world_lines == 1 { "" } else { "s" },
             sub.steps,
