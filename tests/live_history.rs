@@ -281,17 +281,7 @@ fn replay_copies_context_sub_and_flat_sessions() {
     let src = first_entry(&work_folder("v1_0_subagent_dmail"));
     let tmp = tempfile::tempdir().unwrap();
     let dst = tmp.path().join("copy");
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(["replay", "--headless", "--speed", "100", "--dir"])
-        .arg(&dst)
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::replay_headless(&src, &dst);
     let shape = |p: &Path| {
         let mut v = session_json(&Session::load(p).unwrap());
         for k in ["session_dir", "session_id"] {
@@ -304,17 +294,7 @@ fn replay_copies_context_sub_and_flat_sessions() {
     // A flat session replays into a folder and opens by its main file.
     let flat = work_folder("v0_55_dmail").join("51938064-a483-4384-a1fd-6a12399385a7.jsonl");
     let folder = tmp.path().join("flat");
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(["replay", "--headless", "--speed", "100", "--dir"])
-        .arg(&folder)
-        .arg(&flat)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::replay_headless(&flat, &folder);
     assert_eq!(shape(&folder.join(flat.file_name().unwrap())), shape(&flat));
 }
 

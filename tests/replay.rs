@@ -231,24 +231,6 @@ fn the_live_follower_sees_the_replay_end_as_the_original() {
     }
 }
 
-/// `worldline replay --headless --dir DST SRC`, played fast; the path it
-/// prints to open.
-fn replay_headless(src: &Path, dst: &Path) -> PathBuf {
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(["replay", "--headless", "--speed", "1000", "--dir"])
-        .arg(dst)
-        .arg(src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed = String::from_utf8(out.stdout).unwrap();
-    PathBuf::from(printed.lines().next().expect("the path to open"))
-}
-
 #[test]
 fn the_binary_plays_headless_into_a_named_directory() {
     let src = fixture_session("kimi-cli", "dmail_errors");

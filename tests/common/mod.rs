@@ -255,3 +255,21 @@ pub fn assert_no_raw_controls(what: &str, bytes: &[u8]) {
         "{what}: raw control characters {bad:?} in {s}"
     );
 }
+
+/// `worldline replay --headless --dir DST SRC`, played fast; the path it
+/// prints to open.
+pub fn replay_headless(src: &Path, dst: &Path) -> PathBuf {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["replay", "--headless", "--speed", "1000", "--dir"])
+        .arg(dst)
+        .arg(src)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8(out.stdout).unwrap();
+    PathBuf::from(printed.lines().next().expect("the path to open"))
+}
