@@ -263,6 +263,16 @@ pub struct WireLog {
 }
 
 impl WireLog {
+    /// When the tool call `id` was made, as the wire says.
+    pub fn call_time(&self, id: &str) -> Option<f64> {
+        self.tool_calls.get(id).and_then(|t| t.0)
+    }
+
+    /// When the result of the tool call `id` arrived, as the wire says.
+    pub fn result_time(&self, id: &str) -> Option<f64> {
+        self.tool_calls.get(id).and_then(|t| t.1)
+    }
+
     /// The times at which checkpoints were written, in order: one per real
     /// turn (slash commands write none) and one per step.
     pub fn checkpoint_times(&self) -> Vec<f64> {

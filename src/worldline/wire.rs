@@ -31,13 +31,11 @@ pub fn join_times(family: &Family, wire: &WireLog, g: &mut Graph) {
             let exact = rec
                 .tool_calls
                 .first()
-                .and_then(|c| wire.tool_calls.get(&c.id))
-                .and_then(|t| t.0)
+                .and_then(|c| wire.call_time(&c.id))
                 .or_else(|| {
                     rec.tool_call_id
                         .as_deref()
-                        .and_then(|id| wire.tool_calls.get(id))
-                        .and_then(|t| t.1)
+                        .and_then(|id| wire.result_time(id))
                 });
             if let Some(t) = exact {
                 current = Some(current.map_or(t, |c| c.max(t)));
