@@ -17,7 +17,7 @@ use petgraph::graph::NodeIndex;
 
 pub use family::{DMailAttempt, Family, Fork, ForkKind, Sender, WorldLine};
 pub use graph::{Edge, Graph, Node, NodeKind, RecordRef};
-pub use wire::{TurnTiming, WireLog};
+pub use wire::WireLog;
 
 pub use crate::sources::{
     AgentFiles, AgentParts, LineFork, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
@@ -38,7 +38,6 @@ pub struct Agent {
     pub parent_tool_call_id: Option<String>,
     /// The line of that call in the parent's wire (Kimi Code).
     pub parent_line: Option<u32>,
-    pub turns: Vec<TurnTiming>,
     /// Compactions that are marks on a world line, not forks (Kimi Code).
     pub compactions: Vec<LineMark>,
     /// Old undos a newer Kimi Code treats as already applied.
@@ -120,7 +119,6 @@ impl Session {
                 parent_call: None,
                 parent_tool_call_id: None,
                 parent_line: af.parent_line,
-                turns: af.wire.map(|w| w.turns).unwrap_or_default(),
                 compactions: af.compactions,
                 folded_undos: af.folded_undos,
             });
@@ -133,7 +131,6 @@ impl Session {
                 parent_call: None,
                 parent_tool_call_id: None,
                 parent_line: None,
-                turns: Vec::new(),
                 compactions: Vec::new(),
                 folded_undos: Vec::new(),
             });

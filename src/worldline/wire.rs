@@ -2,7 +2,7 @@
 //! their ids, checkpoints by the order of turns and steps (pure; the
 //! source reads the log, see `sources::kimi_cli::wire`).
 
-pub use crate::sources::{StepTiming, TurnTiming, WireLog};
+pub use crate::sources::WireLog;
 
 use super::family::Family;
 use super::graph::{Graph, NodeKind};
