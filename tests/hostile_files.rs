@@ -288,7 +288,8 @@ fn a_huge_wire_line_is_read_by_its_start() {
         .unwrap()
         .unwrap();
     assert_eq!(log.checkpoint_times(), &[10.5]);
-    assert_eq!(log.call_time("c9"), Some(11.0));
+    let c9 = worldline::model::CallKey::of("c9");
+    assert_eq!((log.call_time(c9), log.result_time(c9)), (Some(11.0), None));
 }
 
 /// A world line whose file disappears gets an event, by name.

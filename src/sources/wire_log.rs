@@ -13,9 +13,10 @@
 //! its wire said when it was taken. A log that appends past a newer clone's
 //! writes (not the follower's case) moves to a copy of its own.
 
-use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+
+use crate::model::CallKey;
 
 /// The wire's times as the graph reads them. Cloning is O(1).
 #[derive(Clone, Default)]
@@ -30,14 +31,15 @@ pub struct WireLog {
 }
 
 impl WireLog {
-    /// When the tool call `id` was made, as the wire says.
-    pub fn call_time(&self, id: &str) -> Option<f64> {
-        self.calls.get(key_of(id), Side::Call)
+    /// When the tool call `id` (its key, as the record index keeps it)
+    /// was made, as the wire says.
+    pub fn call_time(&self, id: CallKey) -> Option<f64> {
+        self.calls.get(slot_key(id), Side::Call)
     }
 
     /// When the result of the tool call `id` arrived, as the wire says.
-    pub fn result_time(&self, id: &str) -> Option<f64> {
-        self.calls.get(key_of(id), Side::Result)
+    pub fn result_time(&self, id: CallKey) -> Option<f64> {
+        self.calls.get(slot_key(id), Side::Result)
     }
 
     /// The times at which checkpoints were written, in order: one per real
@@ -77,7 +79,7 @@ impl WireLog {
     /// time given for each side is kept.
     pub(crate) fn tool_event(&mut self, call: bool, ts: f64, id: &str) {
         let side = if call { Side::Call } else { Side::Result };
-        self.calls.set_once(key_of(id), side, ts);
+        self.calls.set_once(slot_key(CallKey::of(id)), side, ts);
     }
 }
 
@@ -103,12 +105,11 @@ impl PartialEq for WireLog {
     }
 }
 
-/// A call id as the table keys it: a 64-bit SipHash under a key drawn once
-/// per process, so a session file cannot be written to make ids collide
-/// (never 0, which marks an empty slot).
-fn key_of(id: &str) -> u64 {
-    static SEED: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
-    SEED.get_or_init(Default::default).hash_one(id).max(1)
+/// A call id as the table keys it: its [`CallKey`], a seeded 64-bit hash a
+/// session file cannot be written to make collide (never 0, which marks an
+/// empty slot).
+fn slot_key(id: CallKey) -> u64 {
+    id.bits().max(1)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,6 +346,10 @@ impl Times {
 mod tests {
     use super::*;
 
+    fn k(id: &str) -> CallKey {
+        CallKey::of(id)
+    }
+
     #[test]
     fn first_time_wins_and_unknown_ids_have_none() {
         let mut w = WireLog::default();
@@ -352,10 +357,13 @@ mod tests {
         w.tool_event(true, 2.0, "a");
         w.tool_event(false, 3.0, "a");
         w.tool_event(false, 4.0, "b");
-        assert_eq!(w.call_time("a"), Some(1.0));
-        assert_eq!(w.result_time("a"), Some(3.0));
-        assert_eq!((w.call_time("b"), w.result_time("b")), (None, Some(4.0)));
-        assert_eq!(w.call_time("c"), None);
+        assert_eq!(w.call_time(k("a")), Some(1.0));
+        assert_eq!(w.result_time(k("a")), Some(3.0));
+        assert_eq!(
+            (w.call_time(k("b")), w.result_time(k("b"))),
+            (None, Some(4.0))
+        );
+        assert_eq!(w.call_time(k("c")), None);
         assert_eq!(w.tool_calls(), 2);
     }
 
@@ -392,13 +400,13 @@ mod tests {
             live.tool_event(true, f64::from(i), &format!("c{i}"));
             live.step_begin(f64::from(i));
         }
-        assert_eq!(snap.result_time("c0"), None);
-        assert_eq!(snap.call_time("c1"), None);
-        assert_eq!(snap.call_time("c0"), Some(1.1));
+        assert_eq!(snap.result_time(k("c0")), None);
+        assert_eq!(snap.call_time(k("c1")), None);
+        assert_eq!(snap.call_time(k("c0")), Some(1.1));
         assert_eq!(snap.checkpoint_times(), &[1.0]);
         assert_eq!(snap.tool_calls(), 1);
-        assert_eq!(live.result_time("c0"), Some(1.2));
-        assert_eq!(live.call_time("c999"), Some(999.0));
+        assert_eq!(live.result_time(k("c0")), Some(1.2));
+        assert_eq!(live.call_time(k("c999")), Some(999.0));
         assert_eq!(live.checkpoint_times().len(), 999);
     }
 
@@ -414,9 +422,12 @@ mod tests {
         b.tool_event(false, 5.0, "x");
         b.tool_event(true, 6.0, "y");
         b.step_begin(5.0);
-        assert_eq!(a.result_time("x"), Some(2.0));
-        assert_eq!(b.result_time("x"), Some(5.0));
-        assert_eq!((a.call_time("y"), b.call_time("y")), (None, Some(6.0)));
+        assert_eq!(a.result_time(k("x")), Some(2.0));
+        assert_eq!(b.result_time(k("x")), Some(5.0));
+        assert_eq!(
+            (a.call_time(k("y")), b.call_time(k("y"))),
+            (None, Some(6.0))
+        );
         assert_eq!(a.checkpoint_times(), &[1.0, 2.0]);
         assert_eq!(b.checkpoint_times(), &[1.0, 5.0]);
         let c = b.clone();
@@ -439,9 +450,9 @@ mod tests {
                     .enumerate()
                     .all(|(i, &t)| t == i as f64));
                 for i in 0..n {
-                    assert_eq!(snap.call_time(&format!("c{i}")), Some(i as f64));
+                    assert_eq!(snap.call_time(k(&format!("c{i}"))), Some(i as f64));
                 }
-                assert_eq!(snap.call_time(&format!("c{n}")), None);
+                assert_eq!(snap.call_time(k(&format!("c{n}"))), None);
                 checked += 1;
             }
             checked
