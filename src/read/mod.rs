@@ -309,7 +309,7 @@ impl Indexer {
     }
 }
 
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 256 << 10;
 /// Files at least this big are split at line boundaries and indexed on
 /// several threads; smaller ones aren't worth a thread.
 pub(crate) const PARALLEL_MIN: u64 = 32 << 20;

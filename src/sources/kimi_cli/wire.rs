@@ -33,7 +33,7 @@ impl WireLog {
             Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(e.to_string()),
         };
-        let mut reader = std::io::BufReader::with_capacity(1 << 20, g.file.take(g.len));
+        let mut reader = std::io::BufReader::with_capacity(256 << 10, g.file.take(g.len));
         let mut log = WireLog::default();
         // The start of a line that runs past the buffer, and whether it was
         // cut at MAX_WIRE_LINE.
