@@ -111,6 +111,33 @@ pub fn leading_items(prefix: &[u8]) -> Vec<&[u8]> {
     }
 }
 
+/// Where the first `"` or `\\` is. Strings are short and escapes come in
+/// runs (`\\n`, `\\u00e9` all through file contents), so the first bytes are
+/// looked at eight at a time by hand before paying for a memchr2 call.
+fn quote_or_backslash(b: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while i < 32 {
+        let Some(word) = b.get(i..i + 8) else {
+            return b[i..]
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\')
+                .map(|k| i + k);
+        };
+        let v = u64::from_le_bytes(word.try_into().ok()?);
+        let (q, s) = (v ^ (LO * u64::from(b'"')), v ^ (LO * u64::from(b'\\')));
+        // A byte's high bit is set where `q` or `s` has a zero byte; a
+        // borrow can only mark bytes above the first, so the lowest is exact.
+        let hit = ((q.wrapping_sub(LO) & !q) | (s.wrapping_sub(LO) & !s)) & HI;
+        if hit != 0 {
+            return Some(i + (hit.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    memchr2(b'"', b'\\', &b[i..]).map(|k| i + k)
+}
+
 impl<'a> Scanner<'a> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
@@ -138,16 +165,7 @@ impl<'a> Scanner<'a> {
         let start = self.i;
         self.eat(b'"')?;
         loop {
-            // Escapes come in runs (`\n` all through file contents): look a
-            // few bytes ahead by hand before paying for a memchr2 call.
-            let stop = (self.i + 16).min(self.b.len());
-            self.i = match self.b[self.i..stop]
-                .iter()
-                .position(|&c| c == b'"' || c == b'\\')
-            {
-                Some(k) => self.i + k,
-                None => stop + memchr2(b'"', b'\\', &self.b[stop..])?,
-            };
+            self.i += quote_or_backslash(&self.b[self.i..])?;
             if self.b[self.i] == b'"' {
                 self.i += 1;
                 return Some(&self.b[start..self.i]);
@@ -316,6 +334,38 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(c)
             );
+        }
+    }
+
+    /// The word-at-a-time search finds what a byte loop finds, at every
+    /// position and length, next to bytes that differ from `"` and `\\` by
+    /// one bit or a borrow.
+    #[test]
+    fn quote_or_backslash_equals_a_byte_search() {
+        let fill = [
+            b'!',
+            b'#',
+            b'[',
+            b']',
+            0x22 ^ 0x80,
+            0x5c ^ 0x80,
+            0,
+            0xff,
+            b'a',
+        ];
+        for len in 0..80 {
+            for at in 0..=len {
+                for &f in &fill {
+                    for &hit in b"\"\\" {
+                        let mut v = vec![f; len];
+                        if at < len {
+                            v[at] = hit;
+                        }
+                        let want = v.iter().position(|&c| c == b'"' || c == b'\\');
+                        assert_eq!(quote_or_backslash(&v), want, "{v:?}");
+                    }
+                }
+            }
         }
     }
 
