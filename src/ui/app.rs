@@ -142,6 +142,8 @@ pub enum Action {
     /// Text pasted into the compose box.
     ComposePaste(String),
     ComposeSend,
+    /// Ctrl-O in the compose box: insert what a revert leaves on disk.
+    ComposeInsertKept,
     ComposeCancel,
     Quit,
     Click(Position),
@@ -657,6 +659,7 @@ impl App {
             Action::ComposeKey(_)
             | Action::ComposePaste(_)
             | Action::ComposeSend
+            | Action::ComposeInsertKept
             | Action::ComposeCancel => {}
             Action::Quit => return Effect::Quit,
         }
