@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::{
     assistant, cp, cp_note, dmail_call, dmail_err, dmail_ok, revert, sys, turn, user, write,
@@ -68,13 +68,21 @@ fn wire(ts: f64, kind: &str, payload: serde_json::Value) -> String {
     serde_json::json!({"timestamp": ts, "message": {"type": kind, "payload": payload}}).to_string()
 }
 
-#[test]
-fn appending_to_the_current_world_line_extends_it() {
+/// A session directory whose `context.jsonl` holds the system prompt, turn
+/// 0 and `more`; its path.
+fn start(more: &[String]) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
-    let ctx = tmp.path().join("context.jsonl");
     let mut lines = vec![sys()];
     lines.extend(turn(0, "hi", "hello"));
+    lines.extend_from_slice(more);
     write(tmp.path(), "context.jsonl", &lines);
+    let ctx = tmp.path().join("context.jsonl");
+    (tmp, ctx)
+}
+
+#[test]
+fn appending_to_the_current_world_line_extends_it() {
+    let (tmp, ctx) = start(&[]);
     let mut steps = Steps::new();
     assert_eq!(steps.next(tmp.path()).main().line_len(0), 5);
     for n in 1..4 {
@@ -112,12 +120,7 @@ fn a_rotation_adds_a_world_line_with_its_sender() {
 
 #[test]
 fn a_dmail_result_after_its_call_settles_the_attempt() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ctx = tmp.path().join("context.jsonl");
-    let mut lines = vec![sys()];
-    lines.extend(turn(0, "hi", "hello"));
-    lines.push(dmail_call("d1", "go back", 7));
-    write(tmp.path(), "context.jsonl", &lines);
+    let (tmp, ctx) = start(&[dmail_call("d1", "go back", 7)]);
     let mut steps = Steps::new();
     assert_eq!(steps.next(tmp.path()).main().attempts[0].accepted, None);
     append(&ctx, &[user("unrelated")]);
@@ -175,11 +178,7 @@ fn wire_times_arriving_late_are_joined_once_they_arrive() {
 
 #[test]
 fn a_subagent_attaches_once_its_agent_call_arrives() {
-    let tmp = tempfile::tempdir().unwrap();
-    let ctx = tmp.path().join("context.jsonl");
-    let mut lines = vec![sys()];
-    lines.extend(turn(0, "hi", "hello"));
-    write(tmp.path(), "context.jsonl", &lines);
+    let (tmp, ctx) = start(&[]);
     let sub = tmp.path().join("subagents/a9");
     std::fs::create_dir_all(&sub).unwrap();
     std::fs::write(

@@ -123,9 +123,12 @@ impl Session {
                 warnings.extend(f.reported_warnings());
             }
             warnings.extend(af.warnings.iter().cloned());
+            // The same agent: subagents can share a directory, and their
+            // order can change; a wire belongs to one agent.
+            let id = |m: &Option<SubagentMeta>| m.as_ref().map(|m| m.agent_id.clone());
             let was = prev
                 .and_then(|p| p.agents.get(i))
-                .filter(|a| a.dir == af.dir)
+                .filter(|a| a.dir == af.dir && id(&a.meta) == id(&af.meta))
                 .map(|a| &a.family);
             let mut family =
                 family::build_family(i, af.files, &af.forks, &af.lines, af.current, was);

@@ -151,13 +151,13 @@ pub struct Timing {
 }
 
 impl Waiting {
-    fn resolved(&self, family: &Family, wire: &WireLog, anchors: usize) -> bool {
+    fn resolved(&self, family: &Family, wire: &WireLog, anchors: &dyn Fn() -> usize) -> bool {
         let rec = family
             .files
             .get(self.line)
             .and_then(|f| f.records.get(self.record));
         match (self.need, rec) {
-            (Need::Anchor(k), _) => k < anchors,
+            (Need::Anchor(k), _) => k < anchors(),
             (Need::Call, Some(r)) => r
                 .tool_calls
                 .first()
@@ -197,7 +197,9 @@ pub fn join_times(
         family.timing = Timing::default();
         return;
     };
-    let anchors = wire.checkpoint_times();
+    // All of them, so only asked for when a checkpoint needs one.
+    let all_anchors = std::cell::OnceCell::new();
+    let anchors = || all_anchors.get_or_init(|| wire.checkpoint_times());
     let prev = prev.filter(|p| p.timing.wired && p.timing.ends.len() == p.lines.len());
     // Where to start again: (line, record, state before it, keep the
     // line's earlier times).
@@ -235,7 +237,7 @@ pub fn join_times(
             .timing
             .waiting
             .iter()
-            .find(|w| w.resolved(family, wire, anchors.len()))
+            .find(|w| w.resolved(family, wire, &|| anchors().len()))
         {
             if (w.line, w.record) < (start.0, start.1) {
                 start = (w.line, w.record, w.before, true);
@@ -284,10 +286,12 @@ pub fn join_times(
                 })
             };
             if rec.role == Role::Checkpoint && rec.checkpoint.is_some() {
-                match anchors.get(cur.next_anchor) {
+                match anchors().get(cur.next_anchor) {
                     Some(&t) => cur.current = Some(cur.current.map_or(t, |c| c.max(t))),
                     // Later checkpoints wait for it too: one entry will do.
-                    None if cur.next_anchor == anchors.len() => wait(Need::Anchor(cur.next_anchor)),
+                    None if cur.next_anchor == anchors().len() => {
+                        wait(Need::Anchor(cur.next_anchor))
+                    }
                     None => {}
                 }
                 cur.next_anchor += 1;
