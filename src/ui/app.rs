@@ -337,7 +337,7 @@ impl App {
         let upto = r.record.min(file.records.len().checked_sub(1)?);
         let k = file.records[..=upto]
             .iter()
-            .rposition(|m| m.role == crate::model::Role::Checkpoint)?;
+            .rposition(|m| *m.role() == crate::model::Role::Checkpoint)?;
         f.owner(r.line, k)
     }
 
@@ -1111,9 +1111,9 @@ impl App {
     fn is_error(&self, s: &Session, r: RecordRef) -> bool {
         use crate::model::{Marker, Role};
         let Some(m) = s.record(r) else { return false };
-        match m.marker.as_deref() {
+        match m.marker().as_deref() {
             Some(Marker::DMailResult(res)) => return res.is_err(),
-            _ if m.role != Role::Tool => return false,
+            _ if *m.role() != Role::Tool => return false,
             _ => {}
         }
         s.line_head(r, 256).is_ok_and(|h| {

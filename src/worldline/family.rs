@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::graph::RecordRef;
 use super::wire::{Times, Timing};
-use crate::model::{Marker, RecordMeta, Role};
+use crate::model::{CallKey, Marker, RecordMeta, Role};
 use crate::read::FileIndex;
 use crate::sources::{LineFork, LineInfo};
 
@@ -384,10 +384,10 @@ fn classify(parent: &FileIndex, file: &FileIndex, shared: usize, origin: Option<
         line: None,
         inferred: false,
     };
-    match first.and_then(|r| r.marker.as_deref()) {
+    match first.and_then(|r| r.marker()).as_deref() {
         Some(Marker::DMailInjection(message)) => {
             fork.kind = ForkKind::Dmail;
-            fork.checkpoint = prefix.iter().rev().find_map(|r| r.checkpoint);
+            fork.checkpoint = prefix.iter().rev().find_map(|r| r.checkpoint());
             fork.message = Some(message.clone());
         }
         Some(Marker::Compaction) => fork.kind = ForkKind::Compaction,
@@ -400,12 +400,14 @@ fn classify(parent: &FileIndex, file: &FileIndex, shared: usize, origin: Option<
 /// After `/clear` a file starts empty and the next turn writes the system
 /// prompt and checkpoint 0 again: at most those are shared by text.
 fn looks_cleared(prefix: &[RecordMeta], first: Option<&RecordMeta>, parent: &FileIndex) -> bool {
-    let only_preamble = prefix.iter().all(|r| match (&r.role, r.marker.as_deref()) {
-        (Role::SystemPrompt, _) => true,
-        (Role::Checkpoint, _) => r.checkpoint == Some(0),
-        (Role::User, Some(Marker::CheckpointNote(0))) => true,
-        _ => false,
-    });
+    let only_preamble = prefix
+        .iter()
+        .all(|r| match (r.role(), r.marker().as_deref()) {
+            (Role::SystemPrompt, _) => true,
+            (Role::Checkpoint, _) => r.checkpoint() == Some(0),
+            (Role::User, Some(Marker::CheckpointNote(0))) => true,
+            _ => false,
+        });
     // A file identical to its parent so far (still being written) has not
     // diverged yet, so it is not a clear.
     let diverged = first.is_some() || prefix.len() < parent.records.len();
@@ -444,11 +446,11 @@ fn link_senders(family: &mut Family, prev: Option<&Family>, grown: &[Option<usiz
         let sender = match kept {
             Some(s) => s,
             None => pfile.records.iter().enumerate().rev().find_map(|(r, rec)| {
-                rec.tool_calls.iter().find_map(|call| {
-                    let args = call.dmail.as_ref()?;
-                    let refused = matches!(result_of(pfile, r, &call.id), Some(Err(_)));
+                rec.tool_calls().iter().find_map(|call| {
+                    let args = call.dmail()?;
+                    let refused = matches!(result_of(pfile, r, call.key()), Some(Err(_)));
                     (args.checkpoint_id == cp && &args.message == msg && !refused)
-                        .then(|| (r, call.id.clone()))
+                        .then(|| (r, call.id().unwrap_or_default().to_string()))
                 })
             }),
         };
@@ -465,12 +467,12 @@ fn link_senders(family: &mut Family, prev: Option<&Family>, grown: &[Option<usiz
 }
 
 /// The SendDMail result for `call_id`, searched after the call in its file.
-fn result_of(file: &FileIndex, from: usize, call_id: &str) -> Option<Result<(), String>> {
+fn result_of(file: &FileIndex, from: usize, call_id: CallKey) -> Option<Result<(), String>> {
     file.records[from..].iter().find_map(|rec| {
-        if rec.tool_call_id.as_deref() != Some(call_id) {
+        if !rec.answers(call_id) {
             return None;
         }
-        match rec.marker.as_deref() {
+        match rec.marker().as_deref() {
             Some(Marker::DMailResult(res)) => Some(res.clone()),
             _ => Some(Err("unrecognised SendDMail result".to_string())),
         }
@@ -498,7 +500,9 @@ fn collect_attempts(
             while k < old.len() && old[k].call.line == i {
                 let mut a = old[k].clone();
                 if a.accepted.is_none() {
-                    if let Some(res) = result_of(file, n.max(a.call.record), &a.tool_call_id) {
+                    // D-Mail call ids are kept as text (`keeps_call_id`).
+                    let key = CallKey::of(&a.tool_call_id);
+                    if let Some(res) = result_of(file, n.max(a.call.record), key) {
                         a.accepted = Some(res.is_ok());
                         a.error = res.err();
                     }
@@ -509,24 +513,24 @@ fn collect_attempts(
             from = from.max(n);
         }
         for (r, rec) in file.records.iter().enumerate().skip(from) {
-            for call in &rec.tool_calls {
-                let (checkpoint_id, message, arguments_error) = match &call.dmail {
+            for call in &rec.tool_calls() {
+                let (checkpoint_id, message, arguments_error) = match call.dmail() {
                     Some(args) => (args.checkpoint_id, args.message.clone(), None),
-                    None if call.name == "SendDMail" => (
+                    None if call.name() == "SendDMail" => (
                         -1,
                         String::new(),
                         Some(UNREADABLE_DMAIL_ARGUMENTS.to_string()),
                     ),
                     None => continue,
                 };
-                let result = result_of(file, r, &call.id);
+                let result = result_of(file, r, call.key());
                 out.push(DMailAttempt {
                     call: RecordRef {
                         agent: family.agent,
                         line: i,
                         record: r,
                     },
-                    tool_call_id: call.id.clone(),
+                    tool_call_id: call.id().unwrap_or_default().to_string(),
                     checkpoint_id,
                     message,
                     accepted: result.as_ref().map(|r| r.is_ok()),
@@ -570,9 +574,9 @@ fn collect_agent_calls(
                 None => (Vec::new(), family.lines[i].shared),
             };
             for (r, rec) in family.files[i].records.iter().enumerate().skip(from) {
-                for call in rec.tool_calls.iter() {
-                    if AGENT_TOOLS.contains(&call.name.as_str()) {
-                        calls.push((r, call.id.clone()));
+                for call in &rec.tool_calls() {
+                    if AGENT_TOOLS.contains(&call.name()) {
+                        calls.push((r, call.id().unwrap_or_default().to_string()));
                     }
                 }
             }

@@ -36,7 +36,7 @@ impl StepMark {
         let checkpointed = family
             .files
             .iter()
-            .any(|f| f.records.iter().any(|r| r.role == Role::Checkpoint));
+            .any(|f| f.records.iter().any(|r| *r.role() == Role::Checkpoint));
         if checkpointed {
             StepMark::Checkpoint
         } else {
@@ -46,11 +46,11 @@ impl StepMark {
 
     pub fn opens(self, rec: &RecordMeta) -> bool {
         match self {
-            StepMark::Checkpoint => rec.role == Role::Checkpoint,
+            StepMark::Checkpoint => *rec.role() == Role::Checkpoint,
             // A compaction stands out as a step of its own, as in kimi-cli
             // (where it starts a new file with a fresh checkpoint).
-            StepMark::Prompt => match rec.marker.as_deref() {
-                None => rec.role == Role::User,
+            StepMark::Prompt => match rec.marker().as_deref() {
+                None => *rec.role() == Role::User,
                 Some(m) => *m == Marker::Compaction,
             },
         }
@@ -345,7 +345,7 @@ impl Map {
                 .filter_map(|(r, rec)| {
                     Some(Tick {
                         x: order.x_of(i, r)?,
-                        checkpoint: rec.checkpoint?,
+                        checkpoint: rec.checkpoint()?,
                     })
                 })
                 .collect();
@@ -369,7 +369,7 @@ impl Map {
                     .filter(|f| f.kind == ForkKind::Dmail)
                     .and_then(|f| f.checkpoint),
                 steps: file.records.iter().filter(|r| step_mark.opens(r)).count(),
-                tokens: file.records.iter().rev().find_map(|r| r.tokens),
+                tokens: file.records.iter().rev().find_map(|r| r.tokens()),
                 new_permille: ((own.len() * 1000 / total).min(1000)) as u16,
                 own,
                 ticks,
@@ -413,7 +413,7 @@ impl Map {
         for (i, (line, file)) in family.lines.iter().zip(&family.files).enumerate() {
             let starts_line = line.fork.as_ref().map(|f| f.kind) == Some(ForkKind::Compaction);
             for (r, rec) in file.records.iter().enumerate().skip(line.shared) {
-                let compaction = matches!(rec.marker.as_deref(), Some(Marker::Compaction));
+                let compaction = matches!(rec.marker().as_deref(), Some(Marker::Compaction));
                 if !compaction || (starts_line && r == line.shared) {
                     continue;
                 }
@@ -517,7 +517,7 @@ fn checkpoint_at(family: &Family, r: RecordRef) -> Option<i64> {
         .get(..=r.record.min(file.records.len().saturating_sub(1)))?
         .iter()
         .rev()
-        .find_map(|x| x.checkpoint)
+        .find_map(|x| x.checkpoint())
 }
 
 /// A session named by its title, else its short id.
@@ -566,11 +566,11 @@ fn arcs(family: &Family, order: &Order) -> Vec<DMailArc> {
             continue;
         };
         let before = &file.records[..record.min(file.records.len())];
-        let from_checkpoint = before.iter().rev().find_map(|r| r.checkpoint);
+        let from_checkpoint = before.iter().rev().find_map(|r| r.checkpoint());
         // The target on the sender's own path: its last checkpoint with that id.
         let to_x = before
             .iter()
-            .rposition(|r| r.role == Role::Checkpoint && r.checkpoint == Some(a.checkpoint_id))
+            .rposition(|r| *r.role() == Role::Checkpoint && r.checkpoint() == Some(a.checkpoint_id))
             .and_then(|r| owner_of(family, order, line, r));
         let outcome = match (a.caused, a.accepted) {
             (Some(k), _) => Outcome::Landed(k),

@@ -328,11 +328,11 @@ fn link_subagents(agents: &mut [Agent], prev: Option<&Session>) {
             };
             let named = match &sub.link {
                 ParentLink::AgentId(id) => new_records().any(|r| {
-                    matches!(r.marker.as_deref(), Some(Marker::AgentResult(f)) if f == id)
-                        || (old.is_none() && !r.tool_calls.is_empty())
+                    matches!(r.marker().as_deref(), Some(Marker::AgentResult(f)) if f == id)
+                        || (old.is_none() && !r.tool_calls().is_empty())
                 }),
                 ParentLink::ToolCallId(id) => {
-                    new_records().any(|r| r.tool_calls.iter().any(|c| &c.id == id))
+                    new_records().any(|r| r.tool_calls().iter().any(|c| c.is(id)))
                 }
                 // Counted from the kept list of calls: cheap.
                 ParentLink::Nth(_) => true,
@@ -406,7 +406,7 @@ fn find_call(main: &Family, call_id: &str) -> Option<(RecordRef, String)> {
         let r = file
             .records
             .iter()
-            .position(|r| r.tool_calls.iter().any(|c| c.id == call_id))?;
+            .position(|r| r.tool_calls().iter().any(|c| c.is(call_id)))?;
         Some((
             RecordRef {
                 agent: main.agent,
@@ -422,10 +422,11 @@ fn find_call(main: &Family, call_id: &str) -> Option<(RecordRef, String)> {
 fn find_agent_call(main: &Family, agent_id: &str) -> Option<(RecordRef, String)> {
     for (i, file) in main.files.iter().enumerate() {
         for rec in file.records.iter() {
-            let Some(Marker::AgentResult(found)) = rec.marker.as_deref() else {
+            let marker = rec.marker();
+            let Some(Marker::AgentResult(found)) = marker.as_deref() else {
                 continue;
             };
-            let Some(call_id) = rec.tool_call_id.as_deref() else {
+            let Some(call_id) = rec.tool_call_id() else {
                 continue;
             };
             if found != agent_id {
@@ -434,7 +435,7 @@ fn find_agent_call(main: &Family, agent_id: &str) -> Option<(RecordRef, String)>
             let call = file
                 .records
                 .iter()
-                .position(|r| r.tool_calls.iter().any(|c| c.id == call_id))?;
+                .position(|r| r.tool_calls().iter().any(|c| c.is(call_id)))?;
             return Some((
                 RecordRef {
                     agent: main.agent,

@@ -159,12 +159,11 @@ impl Waiting {
         match (self.need, rec) {
             (Need::Anchor(k), _) => k < anchors(),
             (Need::Call, Some(r)) => r
-                .tool_calls
+                .tool_calls()
                 .first()
-                .is_some_and(|c| wire.call_time(&c.id).is_some()),
+                .is_some_and(|c| wire.call_time(c.key()).is_some()),
             (Need::Result, Some(r)) => r
-                .tool_call_id
-                .as_deref()
+                .tool_call_key()
                 .is_some_and(|id| wire.result_time(id).is_some()),
             (_, None) => true,
         }
@@ -285,7 +284,7 @@ pub fn join_times(
                     need,
                 })
             };
-            if rec.role == Role::Checkpoint && rec.checkpoint.is_some() {
+            if *rec.role() == Role::Checkpoint && rec.checkpoint().is_some() {
                 match anchors().get(cur.next_anchor) {
                     Some(&t) => cur.current = Some(cur.current.map_or(t, |c| c.max(t))),
                     // Later checkpoints wait for it too: one entry will do.
@@ -297,14 +296,14 @@ pub fn join_times(
                 cur.next_anchor += 1;
             }
             let mut exact = None;
-            if let Some(c) = rec.tool_calls.first() {
-                exact = wire.call_time(&c.id);
+            if let Some(c) = rec.tool_calls().first() {
+                exact = wire.call_time(c.key());
                 if exact.is_none() {
                     wait(Need::Call);
                 }
             }
             if exact.is_none() {
-                if let Some(id) = rec.tool_call_id.as_deref() {
+                if let Some(id) = rec.tool_call_key() {
                     exact = wire.result_time(id);
                     if exact.is_none() {
                         wait(Need::Result);
