@@ -100,10 +100,15 @@ pub fn layout_track(map: &Map, t: &Track, cols: usize) -> Vec<Cell> {
         set(&mut out, c(a.from_x), glyph, ink);
     }
     // Ticks after the marks: a `⚑N` label only over bare rail, so it
-    // never hides a send or a subagent.
+    // never hides a send or a subagent. Only the first tick of a column can
+    // show (it leaves the cell a tick or not rail): the rest are skipped by
+    // binary search (ticks are in x order), so a line of 100 000
+    // checkpoints costs a search per column, not a label each.
     let mut free_from = 0;
-    for k in &t.ticks {
+    let mut i = 0;
+    while let Some(k) = t.ticks.get(i) {
         let at = c(k.x);
+        i += t.ticks[i..].partition_point(|k| c(k.x) <= at);
         let label: Vec<char> = format!("⚑{}", k.checkpoint).chars().collect();
         let fits = at >= free_from
             && at + label.len() <= ec
@@ -500,6 +505,111 @@ mod tests {
         // The fork sits under the α checkpoint the D-Mail went back to.
         assert_eq!(b.chars().position(|c| c == '┗'), Some(4));
         assert_eq!(a.chars().nth(4), Some('⚑'));
+    }
+
+    /// The rail as it was drawn before ticks were skipped per column:
+    /// every tick labelled or marked in turn.
+    fn every_tick(map: &Map, t: &Track, cols: usize) -> Vec<Cell> {
+        let mut out = vec![BLANK; cols];
+        if cols == 0 || t.own.is_empty() {
+            return out;
+        }
+        let c = |x: usize| col(x, map.width, cols);
+        let (sc, ec) = (c(t.own.start), c(t.own.end - 1));
+        let set = |out: &mut Vec<Cell>, i: usize, glyph: char, ink: Ink| {
+            if let Some(cell) = out.get_mut(i) {
+                *cell = Cell { glyph, ink };
+            }
+        };
+        for i in sc..=ec {
+            set(&mut out, i, '━', Ink::Rail);
+        }
+        if let Some(fx) = t.fork_x {
+            let fc = c(fx);
+            for i in fc + 1..sc {
+                set(&mut out, i, '─', Ink::Connector);
+            }
+            let (glyph, ink) = match t.kind {
+                Some(ForkKind::Compaction) => ('⊜', Ink::Mark),
+                Some(ForkKind::Clear) => ('∅', Ink::Mark),
+                _ => ('┗', Ink::Connector),
+            };
+            set(&mut out, fc, glyph, ink);
+        } else {
+            set(&mut out, sc, '●', Ink::Head);
+        }
+        for s in map.subagents.iter().filter(|s| s.host_line == t.line) {
+            set(&mut out, c(s.x), '⇲', Ink::Subagent);
+        }
+        for fk in map.forks.iter().filter(|f| f.host_line == t.line) {
+            set(&mut out, c(fk.x), '⑂', Ink::Fork);
+        }
+        for a in map.arcs.iter().filter(|a| a.from_line == t.line) {
+            let (glyph, ink) = match a.outcome {
+                Outcome::Refused(_) => ('✗', Ink::Refused),
+                _ => ('✉', Ink::DMail),
+            };
+            set(&mut out, c(a.from_x), glyph, ink);
+        }
+        // Ticks after the marks: a `⚑N` label only over bare rail, so it
+        // never hides a send or a subagent.
+        let mut free_from = 0;
+        for k in &t.ticks {
+            let at = c(k.x);
+            let label: Vec<char> = format!("⚑{}", k.checkpoint).chars().collect();
+            let fits = at >= free_from
+                && at + label.len() <= ec
+                && (at..at + label.len()).all(|i| out[i].ink == Ink::Rail);
+            if fits {
+                for (j, ch) in label.iter().enumerate() {
+                    set(&mut out, at + j, *ch, Ink::Tick);
+                }
+                free_from = at + label.len() + 1;
+            } else if out.get(at).is_some_and(|cell| cell.ink == Ink::Rail) {
+                set(&mut out, at, '┿', Ink::Tick);
+            }
+        }
+        let end = match t.state {
+            TrackState::Current => '◆',
+            _ => '┫',
+        };
+        if out[ec].ink == Ink::Rail || ec == sc && t.fork_x.is_some() {
+            set(&mut out, ec, end, Ink::Head);
+        }
+        out
+    }
+
+    #[test]
+    fn dense_ticks_draw_as_if_each_were_tried() {
+        let mut m = two();
+        m.width = 100_000;
+        m.tracks[0].own = 0..50_000;
+        m.tracks[1].own = 50_000..100_000;
+        m.arcs[0].from_x = 30_000;
+        let mut seed = 7u64;
+        for t in &mut m.tracks {
+            t.ticks = (t.own.start..t.own.end)
+                .filter(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed.is_multiple_of(5)
+                })
+                .map(|x| Tick {
+                    x,
+                    checkpoint: x as i64 / 3,
+                })
+                .collect();
+        }
+        for cols in [12, 40, 64] {
+            for t in &m.tracks {
+                assert_eq!(
+                    glyphs(&layout_track(&m, t, cols)),
+                    glyphs(&every_tick(&m, t, cols)),
+                    "{cols} columns"
+                );
+            }
+        }
     }
 
     #[test]
