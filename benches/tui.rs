@@ -364,7 +364,7 @@ fn longest_visible(app: &App) -> u32 {
     (app.scroll..app.scroll + usize::from(H))
         .filter_map(|p| app.rows.record_of(app.rows.row_at(p)?))
         .chain(app.selected())
-        .filter_map(|r| s.record(r).map(|m| m.len))
+        .filter_map(|r| s.record(r).map(|m| m.len()))
         .max()
         .unwrap_or(0)
 }

@@ -3,6 +3,11 @@
 
 use serde_json::Value;
 
+mod meta;
+mod names;
+
+pub use meta::{keeps_call_id, CallIter, CallKey, CallRef, RecordMeta, ToolCalls};
+
 /// What a context line is, from its `role` field.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Role {
@@ -53,8 +58,9 @@ impl Role {
     }
 }
 
-/// A tool call as far as the index needs it. Arguments are kept only for the
-/// calls the graph interprets (SendDMail, Agent); the body has the rest.
+/// A tool call as its reader found it (owned strings): what a record's
+/// index entry is built from. Arguments are kept only for the calls the
+/// graph interprets (SendDMail); the body has the rest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCallHead {
     pub id: String,
@@ -84,38 +90,20 @@ pub enum Marker {
     AgentResult(String),
 }
 
-/// One record of a context file: where it is and what the graph needs.
-/// Kept small (one per record, millions in a big session): rare parts are
-/// boxed.
+/// What a record's index entry is built from: the fields its reader
+/// found, before they are packed into a [`RecordMeta`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordMeta {
-    /// Byte offset of the line in its file.
-    pub offset: u64,
-    /// Length of the line without its line end (lines over 4 GiB are not
-    /// indexed).
-    pub len: u32,
-    /// 1-based line number in its file.
-    pub line: u32,
+pub struct RecordParts {
     pub role: Role,
-    /// Hash of the record's JSON with insignificant white space removed, so
-    /// the two spellings kimi-cli uses compare equal.
-    pub hash: u64,
     /// `id` of a `_checkpoint` record.
     pub checkpoint: Option<i64>,
-    /// `token_count` of a `_usage` record.
+    /// `token_count` of a record (kimi-cli writes it on `_usage`).
     pub tokens: Option<u64>,
     /// Tool calls of an assistant message.
-    pub tool_calls: Box<[ToolCallHead]>,
+    pub tool_calls: Vec<ToolCallHead>,
     /// `tool_call_id` of a tool message.
-    pub tool_call_id: Option<Box<str>>,
-    pub marker: Option<Box<Marker>>,
-}
-
-impl RecordMeta {
-    /// Index records compare by role and content hash, never by bytes.
-    pub fn same_record(&self, other: &RecordMeta) -> bool {
-        self.hash == other.hash && self.role == other.role
-    }
+    pub tool_call_id: Option<String>,
+    pub marker: Option<Marker>,
 }
 
 /// Length of the longest run of equal records at the start of both lists:

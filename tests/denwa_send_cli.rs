@@ -1,45 +1,24 @@
 //! `worldline send` end to end: the built binary against a server started in
 //! this test process.
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
 
-use tempfile::TempDir;
-use worldline::denwa::{DMail, DenwaRenji, DenwaServer, ServerConfig};
+use common::denwa::Live;
+use worldline::denwa::{DMail, ServerLimits};
 
 const SID: &str = "5e55-10n";
 
-struct Live {
-    _runtime: TempDir,
-    session: TempDir,
-    renji: Arc<Mutex<DenwaRenji>>,
-    server: DenwaServer,
-}
-
 fn live(n_checkpoints: i64) -> Live {
-    let runtime = tempfile::tempdir().unwrap();
-    let session = tempfile::tempdir().unwrap();
-    let mut r = DenwaRenji::new();
-    r.set_n_checkpoints(n_checkpoints);
-    let renji = Arc::new(Mutex::new(r));
-    let server = DenwaServer::start(
-        ServerConfig {
-            session_dir: session.path().to_owned(),
-            session_id: SID.into(),
-            agent: None,
-            server_name: "cli-test 1.0".into(),
-            runtime_dir: Some(runtime.path().to_owned()),
-        },
-        Arc::clone(&renji),
+    common::denwa::serve(
+        SID,
+        n_checkpoints,
+        "cli-test 1.0",
+        ServerLimits::default(),
+        tempfile::tempdir().unwrap(),
     )
-    .unwrap();
-    Live {
-        _runtime: runtime,
-        session,
-        renji,
-        server,
-    }
 }
 
 fn worldline(args: &[&str], stdin: Option<&str>) -> Output {
@@ -252,7 +231,7 @@ fn other_uid_is_closed_at_once() {
     let open = |p: &std::path::Path, mode| {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap()
     };
-    open(l._runtime.path(), 0o755);
+    open(l.runtime.path(), 0o755);
     open(sock.parent().unwrap(), 0o755);
     open(&sock, 0o666);
     // A raw client: worldline's own client would refuse this socket first

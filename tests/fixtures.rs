@@ -100,12 +100,12 @@ fn dmail_forks_link_to_their_sending_call() {
             assert_eq!(sender.call.line, line.parent.unwrap(), "{scenario}");
             let rec = s.record(sender.call).unwrap();
             let args = rec
-                .tool_calls
+                .tool_calls()
                 .iter()
-                .find(|c| c.id == sender.tool_call_id)
+                .find(|c| c.id() == Some(sender.tool_call_id.as_str()))
                 .unwrap();
             assert_eq!(
-                args.dmail.as_ref().unwrap().message,
+                args.dmail().unwrap().message,
                 *fork.message.as_ref().unwrap()
             );
             let injection = line.nodes[line.shared];
@@ -150,7 +150,7 @@ fn subagent_attaches_to_its_agent_call() {
     assert_eq!(meta.description.as_deref(), Some("explore repo"));
     assert_eq!(sub.parent_tool_call_id.as_deref(), Some("a1"));
     let call = s.record(sub.parent_call.unwrap()).unwrap();
-    assert_eq!(call.tool_calls[0].name, "Agent");
+    assert_eq!(call.tool_calls().first().map(|c| c.name()), Some("Agent"));
     assert_eq!(sub.family.lines.len(), 1);
     assert_eq!(
         sub.family.lines[0].file,

@@ -13,11 +13,10 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::denwa::Live;
 use serde_json::{json, Value};
 use tempfile::TempDir;
-use worldline::denwa::{
-    is_live, DenwaClient, DenwaError, DenwaRenji, DenwaServer, ServerConfig, ServerLimits,
-};
+use worldline::denwa::{is_live, DenwaClient, DenwaError, ServerLimits};
 
 const SID: &str = "0a1b2c3d-0000-4000-8000-00000000abcd";
 
@@ -356,36 +355,8 @@ fn a_silent_server_times_out_in_words() {
     assert!(!err.contains("temporarily unavailable"), "{err}");
 }
 
-struct Live {
-    _runtime: TempDir,
-    session: TempDir,
-    renji: Arc<Mutex<DenwaRenji>>,
-    server: DenwaServer,
-}
-
 fn live_with(limits: ServerLimits, runtime: TempDir) -> Live {
-    let session = tempfile::tempdir().unwrap();
-    let mut r = DenwaRenji::new();
-    r.set_n_checkpoints(3);
-    let renji = Arc::new(Mutex::new(r));
-    let server = DenwaServer::start_with_limits(
-        ServerConfig {
-            session_dir: session.path().to_owned(),
-            session_id: SID.into(),
-            agent: None,
-            server_name: "test 0".into(),
-            runtime_dir: Some(runtime.path().to_owned()),
-        },
-        Arc::clone(&renji),
-        limits,
-    )
-    .unwrap();
-    Live {
-        _runtime: runtime,
-        session,
-        renji,
-        server,
-    }
+    common::denwa::serve(SID, 3, "test 0", limits, runtime)
 }
 
 #[test]

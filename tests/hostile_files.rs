@@ -291,7 +291,8 @@ fn a_huge_wire_line_is_read_by_its_start() {
     assert_eq!(log.turns[0].start, 10.5);
     assert_eq!(log.turns[0].end, Some(12.0));
     assert_eq!(log.turns[0].user_input, "hi");
-    assert_eq!(log.tool_calls["c9"].0, Some(11.0));
+    let c9 = worldline::model::CallKey::of("c9");
+    assert_eq!((log.call_time(c9), log.result_time(c9)), (Some(11.0), None));
 }
 
 /// A world line whose file disappears gets an event, by name.

@@ -120,7 +120,7 @@ fn huge_line_in_pieces(poll: bool) {
     }
     let done = seen.until_snapshot(&rx, "the big record", |s| records(s) == 5);
     assert_eq!(
-        done.main().files[0].records[4].len as usize,
+        done.main().files[0].records[4].len() as usize,
         bytes.len() - 1
     );
     drop(h);

@@ -214,7 +214,7 @@ proptest! {
         prop_assert_eq!(warnings.len(), pieces.warnings.len());
         prop_assert_eq!(short.records.len(), pieces.records.len());
         for (s, p) in short.records.iter().zip(&pieces.records) {
-            if !notes.iter().any(|n| n.line == u64::from(s.line)) {
+            if !notes.iter().any(|n| n.line == u64::from(s.line())) {
                 prop_assert_eq!(s, p);
             }
         }
@@ -247,12 +247,18 @@ fn a_30_mb_image_line() {
     assert!(ix.warnings.is_empty(), "{:?}", ix.warnings);
     assert_eq!(ix.records.len(), 4);
     let r = &ix.records[2];
-    assert_eq!((r.offset, r.len as usize, r.line), (big_at, big.len(), 3));
-    assert_eq!(r.role, Role::Tool);
-    assert_eq!(r.tool_call_id.as_deref(), Some("call_9"));
-    assert_eq!(r.marker.as_deref(), Some(&Marker::AgentResult("a1".into())));
-    assert_eq!(r.hash, worldline::read::canonical_hash(big.as_bytes()));
-    assert_eq!(ix.records[3].line, 4);
+    assert_eq!(
+        (r.offset(), r.len() as usize, r.line()),
+        (big_at, big.len(), 3)
+    );
+    assert_eq!(*r.role(), Role::Tool);
+    assert_eq!(r.tool_call_id(), Some("call_9"));
+    assert_eq!(
+        r.marker().as_deref(),
+        Some(&Marker::AgentResult("a1".into()))
+    );
+    assert_eq!(r.hash(), worldline::read::canonical_hash(big.as_bytes()));
+    assert_eq!(ix.records[3].line(), 4);
     assert_eq!(ix.bytes, data.len() as u64);
 
     let body = load_body(&path, r).unwrap();
@@ -275,11 +281,9 @@ fn a_streamed_line_keeps_tool_calls_with_megabytes_of_arguments() {
     let ix = index(&data, 1 << 20, None);
     let r = &ix.records[0];
     assert!(ix.warnings.is_empty(), "{:?}", ix.warnings);
-    assert_eq!(r.tool_calls.len(), 2);
-    assert_eq!(r.tool_calls[0].name, "WriteFile");
-    let dmail = r.tool_calls[1]
-        .dmail
-        .as_ref()
-        .expect("SendDMail arguments read");
+    assert_eq!(r.tool_calls().len(), 2);
+    assert_eq!(r.tool_calls().get(0).map(|c| c.name()), Some("WriteFile"));
+    let dmail = r.tool_calls().get(1).and_then(|c| c.dmail());
+    let dmail = dmail.expect("SendDMail arguments read");
     assert_eq!(dmail.checkpoint_id, 2);
 }

@@ -210,7 +210,7 @@ fn layout_of_the_test_session() {
     let f = &ses.agents[0].family;
     assert_eq!(f.lines.len(), 2);
     assert!(f.lines[CURRENT].current);
-    let cp = |line, i| ses.record(rec(&app, line, i)).unwrap().checkpoint;
+    let cp = |line, i| ses.record(rec(&app, line, i)).unwrap().checkpoint();
     assert_eq!(cp(CURRENT, 9), Some(2));
     assert_eq!(cp(CURRENT, 5), Some(1));
     assert_eq!(cp(OLD, 8), Some(2));
@@ -437,9 +437,9 @@ fn the_view_moves_to_the_new_world_line_when_the_revert_lands() {
     let r = app.selected().unwrap();
     assert_eq!(r.line, new);
     let meta = session(&app).record(r).unwrap().clone();
-    assert_eq!(meta.role, Role::User);
+    assert_eq!(*meta.role(), Role::User);
     assert_eq!(
-        meta.marker.as_deref(),
+        meta.marker().as_deref(),
         Some(&Marker::DMailInjection(MESSAGE.into()))
     );
     assert!(app.status.as_deref().unwrap().contains("landed"));
@@ -510,7 +510,7 @@ fn checkpoint_at(app: &App, c: i64) -> usize {
     s.agents[0].family.lines[0]
         .nodes
         .iter()
-        .position(|&n| s.record(s.graph[n].owner).unwrap().checkpoint == Some(c))
+        .position(|&n| s.record(s.graph[n].owner).unwrap().checkpoint() == Some(c))
         .unwrap()
 }
 

@@ -155,7 +155,7 @@ fn detail() {
     for _ in 0..30 {
         let r = app.selected().unwrap();
         let meta = app.session.as_ref().unwrap().record(r).unwrap().clone();
-        if !meta.tool_calls.is_empty() {
+        if !meta.tool_calls().is_empty() {
             break;
         }
         press(&mut app, "k");

@@ -67,8 +67,8 @@ fn one_row_per_step_and_no_bare_bookkeeping() {
     assert_eq!(app.rows.step_count(), 9);
     for m in visible_metas(&app) {
         assert!(
-            !matches!(m.marker.as_deref(), Some(Marker::CheckpointNote(_)))
-                && m.role != Role::Usage,
+            !matches!(m.marker().as_deref(), Some(Marker::CheckpointNote(_)))
+                && *m.role() != Role::Usage,
             "{m:?}"
         );
     }
@@ -77,8 +77,8 @@ fn one_row_per_step_and_no_bare_bookkeeping() {
     press(&mut app, "jj");
     let lead = app.detail_record().unwrap();
     let fam = &app.session.as_ref().unwrap().agents[0].family;
-    assert_eq!(fam.record(lead).unwrap().role, Role::Assistant);
-    assert_eq!(selected_meta(&app).role, Role::Checkpoint);
+    assert_eq!(*fam.record(lead).unwrap().role(), Role::Assistant);
+    assert_eq!(*selected_meta(&app).role(), Role::Checkpoint);
     // Enter unfolds the step: its records show under it, bookkeeping not.
     let head = app.cursor;
     press_code(&mut app, KeyCode::Enter);
@@ -86,13 +86,13 @@ fn one_row_per_step_and_no_bare_bookkeeping() {
     assert!(app.rows.len() > 9);
     assert_eq!(app.cursor, head, "the head stays selected");
     let unfolded = visible_metas(&app);
-    assert!(unfolded.iter().any(|m| m.role == Role::Tool));
+    assert!(unfolded.iter().any(|m| *m.role() == Role::Tool));
     assert!(unfolded
         .iter()
-        .all(|m| !matches!(m.marker.as_deref(), Some(Marker::CheckpointNote(_)))));
+        .all(|m| !matches!(m.marker().as_deref(), Some(Marker::CheckpointNote(_)))));
     // Enter on a record of the step opens it whole; ← folds the step.
     press(&mut app, "j");
-    assert_eq!(selected_meta(&app).role, Role::Assistant);
+    assert_eq!(*selected_meta(&app).role(), Role::Assistant);
     press_code(&mut app, KeyCode::Enter);
     assert!(app.expanded);
     press_code(&mut app, KeyCode::Esc);
@@ -219,13 +219,13 @@ fn the_filter_menu_counts_and_keeps_the_structure() {
     let metas = visible_metas(&app);
     assert!(metas
         .iter()
-        .any(|m| m.role == Role::User && m.marker.is_none()));
+        .any(|m| *m.role() == Role::User && m.marker().is_none()));
     assert!(metas
         .iter()
-        .all(|m| !matches!(m.marker.as_deref(), Some(Marker::CheckpointNote(_)))));
+        .all(|m| !matches!(m.marker().as_deref(), Some(Marker::CheckpointNote(_)))));
     assert!(metas
         .iter()
-        .any(|m| m.tool_calls.iter().any(|c| c.name == "SendDMail")));
+        .any(|m| m.tool_calls().iter().any(|c| c.name() == "SendDMail")));
     // Esc closes the menu without changing anything; then back to steps.
     let n = app.rows.len();
     press(&mut app, "f");
@@ -250,7 +250,7 @@ fn e_jumps_to_errors_and_refused_dmails() {
     assert!(rows.clone().any(|row| {
         let r = app.rows.record_of(row).unwrap();
         matches!(
-            fam.record(r).unwrap().marker.as_deref(),
+            fam.record(r).unwrap().marker().as_deref(),
             Some(Marker::DMailResult(Err(_)))
         )
     }));
@@ -548,7 +548,7 @@ fn d_on_a_folded_step_targets_its_checkpoint() {
     }
     assert_eq!(
         selected_meta(&app)
-            .marker
+            .marker()
             .as_deref()
             .map(|m| matches!(m, Marker::DMailInjection(_))),
         Some(true)

@@ -351,11 +351,7 @@ impl DemoAgent {
         // The ending and the keys come first: a small screen shows the top.
         let mut out = format!(
             "Done: README.md now shows `--header` and `--skip-blank`. That is the end of \
-             the demo: {n} world line{} ({}).\n\n\
-             Try: h/l to walk the world lines, ]/[ to jump between their forks, m for the \
-             map; d on a step sends your own D-Mail back to its checkpoint, and I wake up \
-             and follow it. Files I changed stay changed: a D-Mail rewinds only the \
-             conversation. q quits; the session stays on disk.\n\n",
+             the demo: {n} world line{} ({}).\n\n{TRY_KEYS}\n\n",
             if n == 1 { "" } else { "s" },
             names.join(" ")
         );
@@ -712,4 +708,49 @@ Your primary goal is to help users with software engineering tasks by taking act
 (This session is worldline's offline demo: a scripted agent, no model is called.)",
         work_dir.display()
     )
+}
+
+/// The keys the epilogue tells a viewer to try; a test holds them to the
+/// TUI's key table.
+const TRY_KEYS: &str = "Try: h/l to walk the world lines, ]/[ to jump between their forks, m \
+     for the map; d on a step sends your own D-Mail back to its checkpoint, and I wake up \
+     and follow it. Files I changed stay changed: a D-Mail rewinds only the conversation. q \
+     quits; the session stays on disk.";
+
+#[cfg(test)]
+mod epilogue_tests {
+    use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::TRY_KEYS;
+    use crate::ui::app::Action;
+    use crate::ui::keys::{key, Mode};
+
+    fn action(c: char) -> Option<Action> {
+        key(
+            Mode::Normal,
+            &KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE),
+        )
+    }
+
+    #[test]
+    fn the_keys_the_epilogue_names_do_what_it_says() {
+        let says = [
+            ("h/l to walk the world lines", 'h', "SwitchLine(-1)"),
+            ("h/l to walk the world lines", 'l', "SwitchLine(1)"),
+            ("]/[ to jump between their forks", ']', "Mark(1)"),
+            ("]/[ to jump between their forks", '[', "Mark(-1)"),
+            ("m for the map", 'm', "MapToggle"),
+            ("d on a step sends your own D-Mail", 'd', "DMail"),
+            ("q quits", 'q', "Quit"),
+        ];
+        let flat = TRY_KEYS.split_whitespace().collect::<Vec<_>>().join(" ");
+        for (words, c, want) in says {
+            assert!(
+                flat.contains(words),
+                "the epilogue no longer says {words:?}"
+            );
+            let got = action(c).map(|a| format!("{a:?}"));
+            assert_eq!(got.as_deref(), Some(want), "{c:?} in {words:?}");
+        }
+    }
 }

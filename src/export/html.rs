@@ -16,7 +16,7 @@ use std::fmt::Write;
 
 use super::markup::{esc, esc_line};
 use super::story::{cp_name, place_name, AgentStory, LineStory, Story, DMAIL_COLOUR};
-use crate::model::{Body, Marker, Part, RecordMeta, Role};
+use crate::model::{Body, CallKey, Marker, Part, RecordMeta, Role};
 use crate::worldline::{Family, ForkKind, RecordRef, Session};
 
 /// Bytes of one part written out; the rest is summarised (bodies can be
@@ -274,12 +274,12 @@ fn agent_section(out: &mut String, s: &Session, story: &Story, k: usize, agent: 
 }
 
 /// Tool call id → tool name, for labelling results.
-fn call_names(f: &Family) -> HashMap<&str, &str> {
+fn call_names(f: &Family) -> HashMap<CallKey, &str> {
     let mut m = HashMap::new();
     for file in &f.files {
         for r in &file.records {
-            for c in r.tool_calls.iter() {
-                m.insert(c.id.as_str(), c.name.as_str());
+            for c in r.tool_calls().iter() {
+                m.insert(c.key(), c.name());
             }
         }
     }
@@ -293,7 +293,7 @@ fn line_section(
     f: &Family,
     agent: &AgentStory,
     l: &LineStory,
-    names: &HashMap<&str, &str>,
+    names: &HashMap<CallKey, &str>,
 ) {
     let a = agent.index;
     let _ = writeln!(
@@ -336,13 +336,13 @@ fn line_section(
         };
         let meta = &file.records[r];
         // The CHECKPOINT note right after a checkpoint is bookkeeping.
-        let is_note = matches!(meta.marker.as_deref(), Some(Marker::CheckpointNote(_)));
+        let is_note = matches!(meta.marker().as_deref(), Some(Marker::CheckpointNote(_)));
         if is_note && skip_note {
             skip_note = false;
             forks_here(out, s, story, f, rr);
             continue;
         }
-        skip_note = meta.role == Role::Checkpoint;
+        skip_note = *meta.role() == Role::Checkpoint;
         record(out, s, f, agent, rr, meta, names);
         forks_here(out, s, story, f, rr);
     }
@@ -394,15 +394,15 @@ fn record(
     agent: &AgentStory,
     r: RecordRef,
     meta: &RecordMeta,
-    names: &HashMap<&str, &str>,
+    names: &HashMap<CallKey, &str>,
 ) {
     let id = record_anchor(r);
-    match meta.role {
+    match meta.role() {
         Role::Checkpoint => {
             let _ = writeln!(
                 out,
                 "<div class=\"cp\" id=\"{id}\">⚑{} checkpoint <span class=\"time\">{}</span></div>",
-                meta.checkpoint.unwrap_or(-1),
+                meta.checkpoint().unwrap_or(-1),
                 time_of(s, r)
             );
             return;
@@ -411,32 +411,31 @@ fn record(
             let _ = writeln!(
                 out,
                 "<div class=\"usage\" id=\"{id}\">Σ {} tokens</div>",
-                meta.tokens.unwrap_or(0)
+                meta.tokens().unwrap_or(0)
             );
             return;
         }
         _ => {}
     }
     let body = s.body(r);
-    let (class, who) = match meta.role {
+    let (class, who) = match meta.role() {
         Role::SystemPrompt => ("system", "system prompt".to_string()),
         Role::User => ("user", "user".to_string()),
         Role::Assistant => ("assistant", "assistant".to_string()),
         Role::Tool => ("tool", {
             let name = meta
-                .tool_call_id
-                .as_deref()
-                .and_then(|c| names.get(c))
+                .tool_call_key()
+                .and_then(|c| names.get(&c))
                 .copied()
                 .unwrap_or("tool");
             format!("← {name}")
         }),
-        ref other => ("other", other.as_str().to_string()),
+        other => ("other", other.as_str().to_string()),
     };
     let dmail = matches!(
-        meta.marker.as_deref(),
+        meta.marker().as_deref(),
         Some(Marker::DMailInjection(_) | Marker::DMailResult(_))
-    ) || meta.tool_calls.iter().any(|c| c.dmail.is_some());
+    ) || meta.tool_calls().iter().any(|c| c.dmail().is_some());
     let _ = write!(
         out,
         "<div class=\"rec {class}{}\" id=\"{id}\"><div class=\"gutter\">{}</div><div class=\"who\">{}</div><div class=\"body\">",
@@ -447,7 +446,7 @@ fn record(
             .unwrap_or_default(),
         esc_line(&who)
     );
-    match meta.marker.as_deref() {
+    match meta.marker().as_deref() {
         Some(Marker::DMailInjection(msg)) => {
             let l = &agent.lines[r.line];
             let from = l

@@ -96,7 +96,7 @@ pub fn world_line_json(f: &Family, l: &WorldLine) -> Value {
             let rec = f.record(s.call)?;
             Some(json!({
                 "file": name(s.call.line),
-                "line": rec.line,
+                "line": rec.line(),
                 "tool_call_id": s.tool_call_id,
             }))
         });
@@ -115,7 +115,7 @@ pub fn world_line_json(f: &Family, l: &WorldLine) -> Value {
         "records": file.records.len(),
         "shared_records": l.shared,
         "checkpoints": file.checkpoints(),
-        "tokens": file.records.iter().rev().find_map(|r| r.tokens),
+        "tokens": file.records.iter().rev().find_map(|r| r.tokens()),
         "current": l.current,
     })
 }
@@ -157,7 +157,7 @@ fn attempts(f: &Family) -> Vec<Value> {
 fn attempt_json(f: &Family, a: &DMailAttempt) -> Value {
     json!({
         "file": f.lines.get(a.call.line).map(|l| l.file.clone()),
-        "line": f.record(a.call).map(|r| r.line),
+        "line": f.record(a.call).map(|r| r.line()),
         "tool_call_id": a.tool_call_id,
         "checkpoint_id": a.checkpoint_id,
         "message": a.message,

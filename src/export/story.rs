@@ -256,13 +256,13 @@ pub fn place(f: &Family, r: RecordRef) -> Place {
 }
 
 fn last_checkpoint(records: &[RecordMeta]) -> Option<i64> {
-    records.iter().rev().find_map(|r| r.checkpoint)
+    records.iter().rev().find_map(|r| r.checkpoint())
 }
 
 fn line_story(s: &Session, f: &Family, i: usize) -> LineStory {
     let l = &f.lines[i];
     let file = &f.files[i];
-    let ids = file.records.iter().filter_map(|r| r.checkpoint);
+    let ids = file.records.iter().filter_map(|r| r.checkpoint());
     let checkpoints = ids.clone().min().zip(ids.max());
     let shared_to = (l.shared > 0)
         .then(|| last_checkpoint(&file.records[..l.shared]))
@@ -289,7 +289,7 @@ fn line_story(s: &Session, f: &Family, i: usize) -> LineStory {
         shared: l.shared,
         checkpoints,
         shared_to,
-        tokens: file.records.iter().rev().find_map(|r| r.tokens),
+        tokens: file.records.iter().rev().find_map(|r| r.tokens()),
         current: l.current,
         start: times.first().copied(),
         end: times.last().copied(),

@@ -75,9 +75,9 @@ fn record_events(agent: &str, f: &Family, i: usize, from: usize, out: &mut Vec<V
             m.insert("branch".into(), json!(b));
         }
         m.insert("index".into(), json!(index));
-        m.insert("line".into(), json!(r.line));
-        m.insert("role".into(), json!(r.role.as_str()));
-        if let Some(c) = r.checkpoint {
+        m.insert("line".into(), json!(r.line()));
+        m.insert("role".into(), json!(r.role().as_str()));
+        if let Some(c) = r.checkpoint() {
             m.insert("checkpoint".into(), json!(c));
         }
         out.push(Value::Object(m));

@@ -12,15 +12,7 @@ use super::{canonical_hash, lenient, scan};
 use crate::model::{DMailArgs, Marker, Role, ToolCallHead};
 
 /// The index fields of one record, before its position is known.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Head {
-    pub role: Role,
-    pub checkpoint: Option<i64>,
-    pub tokens: Option<u64>,
-    pub tool_calls: Vec<ToolCallHead>,
-    pub tool_call_id: Option<String>,
-    pub marker: Option<Marker>,
-}
+pub use crate::model::RecordParts as Head;
 
 #[derive(Deserialize)]
 struct RawCall<'a> {

@@ -46,7 +46,7 @@ impl FileIndex {
     pub fn checkpoints(&self) -> usize {
         self.records
             .iter()
-            .filter(|r| r.checkpoint.is_some())
+            .filter(|r| r.checkpoint().is_some())
             .count()
     }
 
@@ -203,10 +203,7 @@ impl Indexer {
         self.index
             .records
             .extend(index.records.into_vec().into_iter().map(|mut r| {
-                r.offset += start;
-                r.line = r
-                    .line
-                    .saturating_add(u32::try_from(lines_before).unwrap_or(u32::MAX));
+                r.shift(start, u32::try_from(lines_before).unwrap_or(u32::MAX));
                 r
             }));
         for mut w in index.warnings {
@@ -303,18 +300,10 @@ impl Indexer {
             return;
         };
         match read() {
-            Ok((h, hash)) => self.index.records.push(RecordMeta {
-                offset,
-                len,
-                line: line_no,
-                role: h.role,
-                hash,
-                checkpoint: h.checkpoint,
-                tokens: h.tokens,
-                tool_calls: h.tool_calls.into_boxed_slice(),
-                tool_call_id: h.tool_call_id.map(String::into_boxed_str),
-                marker: h.marker.map(Box::new),
-            }),
+            Ok((h, hash)) => self
+                .index
+                .records
+                .push(RecordMeta::new(offset, len, line_no, hash, h)),
             Err(message) => self.warn(format!("skipped malformed line: {message}")),
         }
     }
@@ -443,13 +432,13 @@ pub fn same_record_on_disk(a: &FileIndex, i: usize, b: &FileIndex, j: usize) -> 
     let (Some(ra), Some(rb)) = (a.records.get(i), b.records.get(j)) else {
         return false;
     };
-    if ra.role != rb.role || ra.len > VALUE_COMPARE_MAX || rb.len > VALUE_COMPARE_MAX {
+    if ra.role() != rb.role() || ra.len() > VALUE_COMPARE_MAX || rb.len() > VALUE_COMPARE_MAX {
         return false;
     }
     let read = |f: &FileIndex, r: &RecordMeta| {
         load_line(&f.path, r)
             .ok()
-            .filter(|l| canonical_hash(l) == r.hash)
+            .filter(|l| canonical_hash(l) == r.hash())
     };
     match (read(a, ra), read(b, rb)) {
         (Some(x), Some(y)) => hash::same_parsed(&x, &y),
@@ -466,9 +455,9 @@ pub fn load_line(path: &Path, meta: &RecordMeta) -> Result<Vec<u8>> {
 /// record too big to parse on a keypress.
 pub fn load_line_head(path: &Path, meta: &RecordMeta, max: usize) -> Result<Vec<u8>> {
     let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
-    file.seek(SeekFrom::Start(meta.offset))
+    file.seek(SeekFrom::Start(meta.offset()))
         .map_err(|e| Error::io(path, e))?;
-    let len = usize::try_from(meta.len)
+    let len = usize::try_from(meta.len())
         .map_err(|_| Error::Other(format!("{}: line too long", path.display())))?
         .min(max);
     let mut line = vec![0u8; len];
@@ -480,15 +469,15 @@ pub fn load_line_head(path: &Path, meta: &RecordMeta, max: usize) -> Result<Vec<
 /// was indexed is reported, not trusted.
 pub fn load_body(path: &Path, meta: &RecordMeta) -> Result<Body> {
     let line = load_line(path, meta)?;
-    if canonical_hash(&line) != meta.hash {
+    if canonical_hash(&line) != meta.hash() {
         return Err(Error::Other(format!(
             "{}:{}: the line changed on disk since it was read",
             path.display(),
-            meta.line
+            meta.line()
         )));
     }
     let value = lenient::parse_value(&line)
-        .map_err(|e| Error::Other(format!("{}:{}: {e}", path.display(), meta.line)))?;
+        .map_err(|e| Error::Other(format!("{}:{}: {e}", path.display(), meta.line())))?;
     Ok(Body::from_value(value))
 }
 
@@ -518,9 +507,9 @@ mod tests {
         ]);
         assert_eq!(whole, split);
         assert_eq!(whole.records.len(), 2);
-        assert_eq!(whole.records[1].line, 3);
-        assert_eq!(whole.records[0].len, 30);
-        assert_eq!(whole.records[1].checkpoint, Some(0));
+        assert_eq!(whole.records[1].line(), 3);
+        assert_eq!(whole.records[0].len(), 30);
+        assert_eq!(whole.records[1].checkpoint(), Some(0));
     }
 
     #[test]

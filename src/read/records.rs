@@ -239,25 +239,22 @@ impl<'a> IntoIterator for &'a Records {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Role;
+    use crate::model::{RecordParts, Role};
 
     fn rec(line: u32) -> RecordMeta {
-        RecordMeta {
-            offset: u64::from(line) * 10,
-            len: 9,
-            line,
+        let parts = RecordParts {
             role: Role::User,
-            hash: u64::from(line),
             checkpoint: None,
             tokens: None,
-            tool_calls: Box::new([]),
-            tool_call_id: Some(format!("call{line}").into()),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(format!("call{line}")),
             marker: None,
-        }
+        };
+        RecordMeta::new(u64::from(line) * 10, 9, line, u64::from(line), parts)
     }
 
     fn lines(r: &Records) -> Vec<u32> {
-        r.iter().map(|m| m.line).collect()
+        r.iter().map(|m| m.line()).collect()
     }
 
     #[test]
@@ -307,7 +304,7 @@ mod tests {
         r.push(rec(1002));
         drop(r);
         assert_eq!(stale.len(), 1001);
-        assert_eq!(stale.into_vec().last().map(|m| m.line), Some(1001));
+        assert_eq!(stale.into_vec().last().map(|m| m.line()), Some(1001));
     }
 
     #[test]

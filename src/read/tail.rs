@@ -239,7 +239,7 @@ mod tests {
         assert!(tail.pending_len() > 0);
         f.write_all(b"er\",\"content\":\"b\"}\n").unwrap();
         assert_eq!(tail.poll().unwrap(), TailChange::Appended(1));
-        assert_eq!(tail.index().records[1].line, 2);
+        assert_eq!(tail.index().records[1].line(), 2);
         f.set_len(0).unwrap();
         assert_eq!(tail.poll().unwrap(), TailChange::Reset);
         assert!(tail.index().records.is_empty());

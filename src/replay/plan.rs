@@ -184,7 +184,7 @@ fn agent_steps(s: &Session, root: &Path, side_files: bool, a: &Agent) -> Result<
             rotate.push(Op::Rename(current.clone(), old));
             rotate.push(Op::Create(current.clone()));
         }
-        let own_from = file.records.get(line.shared).map_or(len, |r| r.offset);
+        let own_from = file.records.get(line.shared).map_or(len, |r| r.offset());
         if own_from > 0 {
             rotate.push(Op::Copy {
                 from: file.path.clone(),
@@ -201,12 +201,12 @@ fn agent_steps(s: &Session, root: &Path, side_files: bool, a: &Agent) -> Result<
         });
         let recs = &file.records;
         for r in line.shared..recs.len() {
-            let end = recs.get(r + 1).map_or(len, |n| n.offset);
+            let end = recs.get(r + 1).map_or(len, |n| n.offset());
             steps.push(Step {
                 ops: vec![Op::Copy {
                     from: file.path.clone(),
                     to: current.clone(),
-                    start: recs[r].offset,
+                    start: recs[r].offset(),
                     end,
                 }],
                 time: time(r),

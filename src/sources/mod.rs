@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::model::Warning;
+use crate::model::{CallKey, Warning};
 use crate::read::FileIndex;
 
 /// Reads the session at `path` with the source whose format it is.
@@ -258,19 +258,20 @@ impl TurnTiming {
 pub struct WireLog {
     pub protocol: Option<String>,
     pub turns: Vec<TurnTiming>,
-    /// Tool call id → (call time, result time).
-    pub tool_calls: HashMap<String, (Option<f64>, Option<f64>)>,
+    /// Tool call id (its key, as the record index keeps it) → (call
+    /// time, result time).
+    pub tool_calls: HashMap<CallKey, (Option<f64>, Option<f64>)>,
 }
 
 impl WireLog {
     /// When the tool call `id` was made, as the wire says.
-    pub fn call_time(&self, id: &str) -> Option<f64> {
-        self.tool_calls.get(id).and_then(|t| t.0)
+    pub fn call_time(&self, id: CallKey) -> Option<f64> {
+        self.tool_calls.get(&id).and_then(|t| t.0)
     }
 
     /// When the result of the tool call `id` arrived, as the wire says.
-    pub fn result_time(&self, id: &str) -> Option<f64> {
-        self.tool_calls.get(id).and_then(|t| t.1)
+    pub fn result_time(&self, id: CallKey) -> Option<f64> {
+        self.tool_calls.get(&id).and_then(|t| t.1)
     }
 
     /// The times at which checkpoints were written, in order: one per real

@@ -142,6 +142,8 @@ pub enum Action {
     /// Text pasted into the compose box.
     ComposePaste(String),
     ComposeSend,
+    /// Ctrl-O in the compose box: insert what a revert leaves on disk.
+    ComposeInsertKept,
     ComposeCancel,
     Quit,
     Click(Position),
@@ -340,7 +342,7 @@ impl App {
         let upto = r.record.min(file.records.len().checked_sub(1)?);
         let k = file.records[..=upto]
             .iter()
-            .rposition(|m| m.role == crate::model::Role::Checkpoint)?;
+            .rposition(|m| *m.role() == crate::model::Role::Checkpoint)?;
         let n = *f.lines.get(r.line)?.nodes.get(k)?;
         Some(s.graph[n].owner)
     }
@@ -667,6 +669,7 @@ impl App {
             Action::ComposeKey(_)
             | Action::ComposePaste(_)
             | Action::ComposeSend
+            | Action::ComposeInsertKept
             | Action::ComposeCancel => {}
             Action::Quit => return Effect::Quit,
         }
@@ -1158,9 +1161,9 @@ impl App {
     fn is_error(&self, s: &Session, r: RecordRef) -> bool {
         use crate::model::{Marker, Role};
         let Some(m) = s.record(r) else { return false };
-        match m.marker.as_deref() {
+        match m.marker().as_deref() {
             Some(Marker::DMailResult(res)) => return res.is_err(),
-            _ if m.role != Role::Tool => return false,
+            _ if *m.role() != Role::Tool => return false,
             _ => {}
         }
         s.line_head(r, 256).is_ok_and(|h| {

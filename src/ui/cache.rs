@@ -50,7 +50,7 @@ impl Cache {
         }
         let Some(meta) = s.record(r) else { return };
         let needs_body = !matches!(
-            (&meta.role, meta.marker.as_deref()),
+            (meta.role(), meta.marker().as_deref()),
             (Role::Checkpoint | Role::Usage, _)
                 | (
                     _,
@@ -63,8 +63,8 @@ impl Cache {
         if self.previews.len() >= MAX_PREVIEWS {
             self.previews.clear();
         }
-        let text = if meta.len > HUGE {
-            huge_preview(s, r, meta.len)
+        let text = if meta.len() > HUGE {
+            huge_preview(s, r, meta.len())
         } else {
             match s.body(r) {
                 Ok(b) => preview_of(&b),

@@ -38,15 +38,15 @@ pub fn lines(
         .unwrap_or_default();
     out.push(Line::from(vec![
         Span::styled(
-            role_name(&meta.role).to_string(),
-            t.role(&meta.role).patch(t.bold()),
+            role_name(meta.role()).to_string(),
+            t.role(meta.role()).patch(t.bold()),
         ),
         Span::styled(
             format!(
                 " · {} {}:{}{}",
                 line_name(r.line),
                 sanitize_line(file, 40),
-                meta.line,
+                meta.line(),
                 time
             ),
             t.dim(),
@@ -68,7 +68,7 @@ pub fn lines(
     }
     forks_here(&mut out, s, f, r, t);
 
-    match meta.marker.as_deref() {
+    match meta.marker().as_deref() {
         Some(Marker::DMailInjection(msg)) => {
             dmail_injection(&mut out, f, r, msg, t);
             super::compose::landing_detail(&mut out, s, r, t);
@@ -108,18 +108,18 @@ pub fn lines(
     }
     out.push(Line::default());
 
-    match meta.role {
+    match meta.role() {
         Role::Checkpoint => {
             out.push(Line::from(format!(
                 "checkpoint {} — a D-Mail can send the agent back here",
-                meta.checkpoint.unwrap_or(-1)
+                meta.checkpoint().unwrap_or(-1)
             )));
             return out;
         }
         Role::Usage => {
             out.push(Line::from(format!(
                 "context size: {} tokens",
-                meta.tokens.unwrap_or(0)
+                meta.tokens().unwrap_or(0)
             )));
             return out;
         }

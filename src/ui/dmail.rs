@@ -2,8 +2,6 @@
 //! reply, and the jump to the new world line once it appears. Pure like the
 //! rest of `update`: liveness and sending come back as effects.
 
-use ratatui_textarea::Key;
-
 use super::app::{Action, App, Effect, Overlay};
 use super::compose::{self, Note, PendingJump, Reply, SendRequest};
 use super::theme::line_name;
@@ -32,9 +30,7 @@ impl App {
             return Effect::None;
         };
         match action {
-            Action::ComposeKey(input)
-                if input.ctrl && input.key == Key::Char(compose::INSERT_KEY) =>
-            {
+            Action::ComposeInsertKept => {
                 if let Some(s) = self.session.clone() {
                     c.insert_kept(&s);
                 }

@@ -292,6 +292,9 @@ pub fn key(mode: Mode, k: &KeyEvent) -> Option<Action> {
         return Some(match k.code {
             KeyCode::Esc => Action::ComposeCancel,
             KeyCode::Char('s') if ctrl => Action::ComposeSend,
+            KeyCode::Char(c) if ctrl && c == super::compose::INSERT_KEY => {
+                Action::ComposeInsertKept
+            }
             _ => Action::ComposeKey((*k).into()),
         });
     }
@@ -348,6 +351,10 @@ mod tests {
         ));
         let o = KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL);
         assert!(matches!(key(Mode::Normal, &o), Some(Action::Every)));
+        assert!(matches!(
+            key(Mode::Compose, &o),
+            Some(Action::ComposeInsertKept)
+        ));
     }
 
     #[test]

@@ -59,7 +59,7 @@ impl App {
         for (li, file) in f.files.iter().enumerate() {
             let skip = f.lines.get(li).map_or(0, |l| l.shared);
             for m in file.records.iter().skip(skip) {
-                let k = match m.role {
+                let k = match m.role() {
                     Role::User if !super::rows::is_bookkeeping(m) => 0,
                     Role::Assistant => 1,
                     Role::Tool => 2,

@@ -11,7 +11,7 @@ use std::cell::OnceCell;
 use std::collections::BTreeSet;
 use std::ops::Range;
 
-use crate::model::{Marker, RecordMeta, Role};
+use crate::model::{CallKey, Marker, RecordMeta, Role};
 use crate::worldline::map::{Appended, Order, StepMark};
 use crate::worldline::{Family, RecordRef, Session};
 
@@ -66,8 +66,8 @@ impl Filter {
 
 /// kimi-cli's bookkeeping: folded into the step row, not a row of its own.
 pub fn is_bookkeeping(meta: &RecordMeta) -> bool {
-    matches!(meta.role, Role::Checkpoint | Role::Usage)
-        || matches!(meta.marker.as_deref(), Some(Marker::CheckpointNote(_)))
+    matches!(meta.role(), Role::Checkpoint | Role::Usage)
+        || matches!(meta.marker().as_deref(), Some(Marker::CheckpointNote(_)))
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -253,7 +253,7 @@ impl RowModel {
         if let Some(file) = family.files.get(grown.line) {
             for i in grown.own_range(family) {
                 if matches!(
-                    file.records[i].marker.as_deref(),
+                    file.records[i].marker().as_deref(),
                     Some(Marker::DMailInjection(_))
                 ) {
                     out.extend(self.row_of(RecordRef {
@@ -312,7 +312,7 @@ impl RowModel {
             for (li, file) in family.files.iter().enumerate() {
                 let skip = family.lines.get(li).map_or(0, |l| l.shared);
                 for (i, rec) in file.records.iter().enumerate().skip(skip) {
-                    if matches!(rec.marker.as_deref(), Some(Marker::DMailInjection(_))) {
+                    if matches!(rec.marker().as_deref(), Some(Marker::DMailInjection(_))) {
                         out.extend(self.row_of(RecordRef {
                             agent: self.agent,
                             line: li,
@@ -504,47 +504,46 @@ impl RowModel {
 /// Counts the tool calls of `records` into `tools` (first-use order).
 fn count_tools(tools: &mut Vec<(String, usize)>, records: &[RecordMeta]) {
     for rec in records {
-        for c in &rec.tool_calls {
-            match tools.iter_mut().find(|(n, _)| n == &c.name) {
+        for c in &rec.tool_calls() {
+            match tools.iter_mut().find(|(n, _)| n == c.name()) {
                 Some((_, k)) => *k += 1,
-                None => tools.push((c.name.clone(), 1)),
+                None => tools.push((c.name().to_string(), 1)),
             }
         }
     }
 }
 
 fn is_dmail(meta: &RecordMeta) -> bool {
-    meta.tool_calls.iter().any(|c| c.dmail.is_some())
-        || matches!(meta.marker.as_deref(), Some(Marker::DMailInjection(_)))
+    meta.tool_calls().iter().any(|c| c.dmail().is_some())
+        || matches!(meta.marker().as_deref(), Some(Marker::DMailInjection(_)))
 }
 
 pub fn matches(meta: &RecordMeta, family: &Family, r: RecordRef, filter: &Filter) -> bool {
     match &filter.role {
         RoleFilter::All => true,
         // Checkpoint notes are kimi-cli's, not the user's.
-        RoleFilter::User => meta.role == Role::User && !is_bookkeeping(meta),
-        RoleFilter::Assistant => meta.role == Role::Assistant,
-        RoleFilter::Tool => meta.role == Role::Tool,
-        RoleFilter::Checkpoints => meta.role == Role::Checkpoint,
+        RoleFilter::User => *meta.role() == Role::User && !is_bookkeeping(meta),
+        RoleFilter::Assistant => *meta.role() == Role::Assistant,
+        RoleFilter::Tool => *meta.role() == Role::Tool,
+        RoleFilter::Checkpoints => *meta.role() == Role::Checkpoint,
         RoleFilter::ToolName(name) => {
-            meta.tool_calls.iter().any(|c| &c.name == name)
+            meta.tool_calls().iter().any(|c| c.name() == name)
                 || meta
-                    .tool_call_id
-                    .as_deref()
+                    .tool_call_key()
                     .is_some_and(|id| answers(family, r, id, name))
         }
     }
 }
 
 /// Does the call with `id` before `r` in its file have this tool name?
-fn answers(family: &Family, r: RecordRef, id: &str, name: &str) -> bool {
+fn answers(family: &Family, r: RecordRef, id: CallKey, name: &str) -> bool {
     family.files.get(r.line).is_some_and(|f| {
         f.records[..r.record.min(f.records.len())]
             .iter()
             .rev()
             // Results follow their call closely; a bound keeps filtering linear.
             .take(256)
-            .flat_map(|rec| rec.tool_calls.iter())
-            .any(|c| c.id == id && c.name == name)
+            .flat_map(|rec| rec.tool_calls().iter())
+            .any(|c| c.key() == id && c.name() == name)
     })
 }

@@ -119,10 +119,10 @@ fn hit(s: &Session, r: RecordRef, m: &Matcher) -> bool {
     let Some(meta) = s.record(r) else {
         return false;
     };
-    if meta.tool_calls.iter().any(|c| m.is_match(&c.name)) {
+    if meta.tool_calls().iter().any(|c| m.is_match(c.name())) {
         return true;
     }
-    if let Some(cp) = meta.checkpoint {
+    if let Some(cp) = meta.checkpoint() {
         return m.is_match(&format!("checkpoint {cp}"));
     }
     s.body(r).is_ok_and(|b| m.body_matches(&b))

@@ -6,7 +6,7 @@
 
 use std::ops::Range;
 
-use crate::model::{Marker, RecordMeta, Role};
+use crate::model::{CallKey, Marker, RecordMeta, Role};
 use crate::text::sanitize_line;
 use crate::worldline::{Family, RecordRef, Session};
 
@@ -93,7 +93,7 @@ pub fn wanted(fam: &Family, rows: &RowModel, head: usize) -> Vec<RecordRef> {
         };
         let Some(m) = fam.record(r) else { continue };
         if matches!(
-            m.role,
+            m.role(),
             Role::Assistant | Role::Tool | Role::User | Role::System | Role::SystemPrompt
         ) && !super::rows::is_bookkeeping(m)
         {
@@ -142,22 +142,22 @@ pub fn summarise(s: &Session, fam: &Family, rows: &RowModel, head: usize, cache:
         f.records[..=first.record.min(f.records.len().saturating_sub(1))]
             .iter()
             .rev()
-            .find_map(|r| r.checkpoint)
+            .find_map(|r| r.checkpoint())
     });
-    let mut calls: Vec<(String, String)> = Vec::new();
+    let mut calls: Vec<(CallKey, String)> = Vec::new();
     for row in range.clone().take(MAX_READ * 4) {
         let Some(r) = rows.record_of(row) else {
             continue;
         };
         let Some(m) = fam.record(r) else { continue };
-        if step.time.is_none() && m.role.is_message() {
+        if step.time.is_none() && m.role().is_message() {
             step.time = fam
                 .lines
                 .get(r.line)
                 .and_then(|l| l.nodes.get(r.record))
                 .and_then(|&n| s.graph[n].time);
         }
-        if let Some(t) = m.tokens {
+        if let Some(t) = m.tokens() {
             step.tokens = Some(t);
         }
         if !super::rows::is_bookkeeping(m) {
@@ -167,33 +167,33 @@ pub fn summarise(s: &Session, fam: &Family, rows: &RowModel, head: usize, cache:
         if kind.outranks(step.kind) {
             step.kind = kind;
             step.lead = Some(r);
-            step.known_text = match m.marker.as_deref() {
+            step.known_text = match m.marker().as_deref() {
                 Some(Marker::DMailInjection(msg)) => Some(sanitize_line(msg, 200)),
                 _ => None,
             };
         }
-        for c in &m.tool_calls {
-            let name = match &c.dmail {
+        for c in &m.tool_calls() {
+            let name = match c.dmail() {
                 Some(d) => {
                     let made = fam
                         .attempts
                         .iter()
-                        .find(|a| a.call == r && a.tool_call_id == c.id)
+                        .find(|a| a.call == r && c.is(&a.tool_call_id))
                         .and_then(|a| a.caused)
                         .map(|k| format!("⇒{}", crate::worldline::names::line_name(k)))
                         .unwrap_or_default();
                     format!("SendDMail→⚑{}{made}", d.checkpoint_id)
                 }
-                None => sanitize_line(&c.name, 24),
+                None => sanitize_line(c.name(), 24),
             };
-            calls.push((c.id.clone(), name));
+            calls.push((c.key(), name));
         }
-        if let Some(id) = m.tool_call_id.as_deref() {
-            let failed = match m.marker.as_deref() {
+        if let Some(id) = m.tool_call_key() {
+            let failed = match m.marker().as_deref() {
                 Some(Marker::DMailResult(res)) => res.is_err(),
                 _ => cache.is_error(r).unwrap_or(false),
             };
-            if let Some(k) = calls.iter().position(|(cid, _)| cid == id) {
+            if let Some(k) = calls.iter().position(|&(cid, _)| cid == id) {
                 let (_, name) = calls.remove(k);
                 let outcome = if failed { Outcome::Failed } else { Outcome::Ok };
                 step.tools.push((name, outcome));
@@ -206,7 +206,7 @@ pub fn summarise(s: &Session, fam: &Family, rows: &RowModel, head: usize, cache:
 }
 
 fn kind_of(m: &RecordMeta) -> StepKind {
-    match (&m.role, m.marker.as_deref()) {
+    match (m.role(), m.marker().as_deref()) {
         (_, Some(Marker::DMailInjection(_))) => StepKind::DMail,
         (_, Some(Marker::Compaction)) => StepKind::Compaction,
         (_, Some(Marker::CheckpointNote(_))) => StepKind::Empty,

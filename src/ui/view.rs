@@ -236,15 +236,15 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
                 || st.tools.iter().any(|(n, _)| n.starts_with("SendDMail"))
         }
         None => {
-            meta.tool_calls.iter().any(|c| c.dmail.is_some())
-                || matches!(meta.marker.as_deref(), Some(Marker::DMailInjection(_)))
+            meta.tool_calls().iter().any(|c| c.dmail().is_some())
+                || matches!(meta.marker().as_deref(), Some(Marker::DMailInjection(_)))
         }
     };
     let node = if is_dmail {
         '✉'
     } else if head {
         '◆'
-    } else if step.is_some() || meta.role.is_message() {
+    } else if step.is_some() || meta.role().is_message() {
         '●'
     } else {
         '○'
@@ -457,17 +457,17 @@ fn describe(
         out.push_str(&hidden);
         out
     };
-    match (&meta.role, meta.marker.as_deref()) {
+    match (meta.role(), meta.marker().as_deref()) {
         (Role::Checkpoint, _) => (
-            format!("⚑ {}", meta.checkpoint.unwrap_or(-1)),
+            format!("⚑ {}", meta.checkpoint().unwrap_or(-1)),
             t.role(&Role::Checkpoint),
-            format!("checkpoint {}", meta.checkpoint.unwrap_or(-1)),
+            format!("checkpoint {}", meta.checkpoint().unwrap_or(-1)),
             with_time(String::new()),
         ),
         (Role::Usage, _) => (
             "Σ".into(),
             t.dim(),
-            format!("{} tokens", meta.tokens.unwrap_or(0)),
+            format!("{} tokens", meta.tokens().unwrap_or(0)),
             with_time(String::new()),
         ),
         (Role::SystemPrompt, _) => ("sys".into(), t.dim(), preview(), with_time(String::new())),
@@ -492,13 +492,13 @@ fn describe(
         }
         (Role::Assistant, _) => {
             let mut tools: Vec<String> = Vec::new();
-            for c in &meta.tool_calls {
-                match &c.dmail {
+            for c in &meta.tool_calls() {
+                match c.dmail() {
                     Some(d) => {
                         let fate = fam
                             .attempts
                             .iter()
-                            .find(|a| a.call == r && a.tool_call_id == c.id)
+                            .find(|a| a.call == r && c.is(&a.tool_call_id))
                             .map(|a| match (a.accepted, a.caused) {
                                 (Some(true), Some(k)) => format!(" ⇒{}", line_name(k)),
                                 (Some(false), _) => " ✗".into(),
@@ -507,7 +507,7 @@ fn describe(
                             .unwrap_or_default();
                         tools.push(format!("SendDMail → ⚑{}{fate}", d.checkpoint_id));
                     }
-                    None => tools.push(sanitize_line(&c.name, 24)),
+                    None => tools.push(sanitize_line(c.name(), 24)),
                 }
             }
             (

@@ -7,7 +7,7 @@ use petgraph::graph::NodeIndex;
 use serde::Serialize;
 
 use super::graph::{Edge, Graph, Node, NodeKind, RecordRef};
-use crate::model::{Marker, RecordMeta, Role};
+use crate::model::{CallKey, Marker, RecordMeta, Role};
 use crate::read::FileIndex;
 use crate::sources::{LineFork, LineInfo};
 
@@ -143,7 +143,7 @@ impl Family {
 }
 
 fn node_kind(r: &RecordMeta) -> NodeKind {
-    match (&r.role, r.checkpoint, r.tokens) {
+    match (r.role(), r.checkpoint(), r.tokens()) {
         (Role::SystemPrompt, _, _) => NodeKind::SystemPrompt,
         (Role::Checkpoint, Some(id), _) => NodeKind::Checkpoint(id),
         (Role::Usage, _, Some(t)) => NodeKind::Usage(t),
@@ -290,10 +290,10 @@ fn classify(
         line: None,
         inferred: false,
     };
-    match first.and_then(|r| r.marker.as_deref()) {
+    match first.and_then(|r| r.marker()).as_deref() {
         Some(Marker::DMailInjection(message)) => {
             fork.kind = ForkKind::Dmail;
-            fork.checkpoint = prefix.iter().rev().find_map(|r| r.checkpoint);
+            fork.checkpoint = prefix.iter().rev().find_map(|r| r.checkpoint());
             fork.message = Some(message.clone());
         }
         Some(Marker::Compaction) => fork.kind = ForkKind::Compaction,
@@ -306,12 +306,14 @@ fn classify(
 /// After `/clear` a file starts empty and the next turn writes the system
 /// prompt and checkpoint 0 again: at most those are shared by text.
 fn looks_cleared(prefix: &[RecordMeta], first: Option<&RecordMeta>, parent: &FileIndex) -> bool {
-    let only_preamble = prefix.iter().all(|r| match (&r.role, r.marker.as_deref()) {
-        (Role::SystemPrompt, _) => true,
-        (Role::Checkpoint, _) => r.checkpoint == Some(0),
-        (Role::User, Some(Marker::CheckpointNote(0))) => true,
-        _ => false,
-    });
+    let only_preamble = prefix
+        .iter()
+        .all(|r| match (r.role(), r.marker().as_deref()) {
+            (Role::SystemPrompt, _) => true,
+            (Role::Checkpoint, _) => r.checkpoint() == Some(0),
+            (Role::User, Some(Marker::CheckpointNote(0))) => true,
+            _ => false,
+        });
     // A file identical to its parent so far (still being written) has not
     // diverged yet, so it is not a clear.
     let diverged = first.is_some() || prefix.len() < parent.records.len();
@@ -333,11 +335,11 @@ fn link_senders(family: &mut Family, g: &mut Graph) {
         };
         let pfile = &family.files[parent];
         let sender = pfile.records.iter().enumerate().rev().find_map(|(r, rec)| {
-            rec.tool_calls.iter().find_map(|call| {
-                let args = call.dmail.as_ref()?;
-                let refused = matches!(result_of(pfile, r, &call.id), Some(Err(_)));
+            rec.tool_calls().iter().find_map(|call| {
+                let args = call.dmail()?;
+                let refused = matches!(result_of(pfile, r, call.key()), Some(Err(_)));
                 (args.checkpoint_id == cp && &args.message == msg && !refused)
-                    .then(|| (r, call.id.clone()))
+                    .then(|| (r, call.id().unwrap_or_default().to_string()))
             })
         });
         let Some((r, tool_call_id)) = sender else {
@@ -358,12 +360,12 @@ fn link_senders(family: &mut Family, g: &mut Graph) {
 }
 
 /// The SendDMail result for `call_id`, searched after the call in its file.
-fn result_of(file: &FileIndex, from: usize, call_id: &str) -> Option<Result<(), String>> {
+fn result_of(file: &FileIndex, from: usize, call_id: CallKey) -> Option<Result<(), String>> {
     file.records[from..].iter().find_map(|rec| {
-        if rec.tool_call_id.as_deref() != Some(call_id) {
+        if !rec.answers(call_id) {
             return None;
         }
-        match rec.marker.as_deref() {
+        match rec.marker().as_deref() {
             Some(Marker::DMailResult(res)) => Some(res.clone()),
             _ => Some(Err("unrecognised SendDMail result".to_string())),
         }
@@ -378,17 +380,17 @@ fn collect_attempts(family: &Family, g: &Graph) -> Vec<DMailAttempt> {
             if g[family.lines[i].nodes[r]].owner.line != i {
                 continue;
             }
-            for call in &rec.tool_calls {
-                let (checkpoint_id, message, arguments_error) = match &call.dmail {
+            for call in &rec.tool_calls() {
+                let (checkpoint_id, message, arguments_error) = match call.dmail() {
                     Some(args) => (args.checkpoint_id, args.message.clone(), None),
-                    None if call.name == "SendDMail" => (
+                    None if call.name() == "SendDMail" => (
                         -1,
                         String::new(),
                         Some(UNREADABLE_DMAIL_ARGUMENTS.to_string()),
                     ),
                     None => continue,
                 };
-                let result = result_of(file, r, &call.id);
+                let result = result_of(file, r, call.key());
                 let call_ref = RecordRef {
                     agent: family.agent,
                     line: i,
@@ -398,11 +400,11 @@ fn collect_attempts(family: &Family, g: &Graph) -> Vec<DMailAttempt> {
                     l.fork
                         .as_ref()
                         .and_then(|f| f.sender.as_ref())
-                        .is_some_and(|s| s.call == call_ref && s.tool_call_id == call.id)
+                        .is_some_and(|s| s.call == call_ref && call.is(&s.tool_call_id))
                 });
                 out.push(DMailAttempt {
                     call: call_ref,
-                    tool_call_id: call.id.clone(),
+                    tool_call_id: call.id().unwrap_or_default().to_string(),
                     checkpoint_id,
                     message,
                     accepted: result.as_ref().map(|r| r.is_ok()),

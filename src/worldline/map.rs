@@ -36,7 +36,7 @@ impl StepMark {
         let checkpointed = family
             .files
             .iter()
-            .any(|f| f.records.iter().any(|r| r.role == Role::Checkpoint));
+            .any(|f| f.records.iter().any(|r| *r.role() == Role::Checkpoint));
         if checkpointed {
             StepMark::Checkpoint
         } else {
@@ -54,7 +54,7 @@ impl StepMark {
                 if grown
                     .records(new)
                     .iter()
-                    .any(|r| r.role == Role::Checkpoint) =>
+                    .any(|r| *r.role() == Role::Checkpoint) =>
             {
                 StepMark::Checkpoint
             }
@@ -64,11 +64,11 @@ impl StepMark {
 
     pub fn opens(self, rec: &RecordMeta) -> bool {
         match self {
-            StepMark::Checkpoint => rec.role == Role::Checkpoint,
+            StepMark::Checkpoint => *rec.role() == Role::Checkpoint,
             // A compaction stands out as a step of its own, as in kimi-cli
             // (where it starts a new file with a fresh checkpoint).
-            StepMark::Prompt => match rec.marker.as_deref() {
-                None => rec.role == Role::User,
+            StepMark::Prompt => match rec.marker().as_deref() {
+                None => *rec.role() == Role::User,
                 Some(m) => *m == Marker::Compaction,
             },
         }
@@ -497,7 +497,7 @@ impl Map {
                     .filter(|f| f.kind == ForkKind::Dmail)
                     .and_then(|f| f.checkpoint),
                 steps: file.records.iter().filter(|r| step_mark.opens(r)).count(),
-                tokens: file.records.iter().rev().find_map(|r| r.tokens),
+                tokens: file.records.iter().rev().find_map(|r| r.tokens()),
                 new_permille: permille(own.len(), file.records.len()),
                 own,
                 ticks,
@@ -576,7 +576,7 @@ impl Map {
         if let (Some(t), Some(file)) = (self.tracks.get_mut(grown.line), nf.files.get(grown.line)) {
             push_ticks(&mut t.ticks, nf, &order, grown.line, grown.own_range(nf));
             t.steps += added.iter().filter(|r| mark.opens(r)).count();
-            t.tokens = added.iter().rev().find_map(|r| r.tokens).or(t.tokens);
+            t.tokens = added.iter().rev().find_map(|r| r.tokens()).or(t.tokens);
             t.new_permille = permille(t.own.len(), file.records.len());
         }
         // An unchanged D-Mail keeps its arc: its call and target are
@@ -684,7 +684,7 @@ fn push_ticks(
         let Some(rec) = file.records.get(r) else {
             break;
         };
-        if let (Some(x), Some(checkpoint)) = (order.x_of(i, r), rec.checkpoint) {
+        if let (Some(x), Some(checkpoint)) = (order.x_of(i, r), rec.checkpoint()) {
             out.push(Tick { x, checkpoint });
         }
     }
@@ -726,7 +726,7 @@ fn push_compactions(
         let Some(rec) = file.records.get(r) else {
             break;
         };
-        let compaction = matches!(rec.marker.as_deref(), Some(Marker::Compaction));
+        let compaction = matches!(rec.marker().as_deref(), Some(Marker::Compaction));
         if !compaction || (starts_line && r == line.shared) {
             continue;
         }
@@ -789,7 +789,7 @@ fn checkpoint_at(family: &Family, r: RecordRef) -> Option<i64> {
         .get(..=r.record.min(file.records.len().saturating_sub(1)))?
         .iter()
         .rev()
-        .find_map(|x| x.checkpoint)
+        .find_map(|x| x.checkpoint())
 }
 
 /// A session named by its title, else its short id.
@@ -838,11 +838,11 @@ fn arc_of(family: &Family, order: &Order, a: &super::DMailAttempt) -> Option<DMa
     let from_x = order.x_of(line, record)?;
     let file = family.files.get(line)?;
     let before = &file.records[..record.min(file.records.len())];
-    let from_checkpoint = before.iter().rev().find_map(|r| r.checkpoint);
+    let from_checkpoint = before.iter().rev().find_map(|r| r.checkpoint());
     // The target on the sender's own path: its last checkpoint with that id.
     let to_x = before
         .iter()
-        .rposition(|r| r.role == Role::Checkpoint && r.checkpoint == Some(a.checkpoint_id))
+        .rposition(|r| *r.role() == Role::Checkpoint && r.checkpoint() == Some(a.checkpoint_id))
         .and_then(|r| {
             let n = *family.lines.get(line)?.nodes.get(r)?;
             Some(n)

@@ -266,8 +266,8 @@ fn nth_agent_call(main: &Family, g: &Graph, n: usize) -> Option<(RecordRef, Stri
             if g[node].owner.line != i {
                 continue;
             }
-            for call in &main.files[i].records[r].tool_calls {
-                if !AGENT_TOOLS.contains(&call.name.as_str()) {
+            for call in &main.files[i].records[r].tool_calls() {
+                if !AGENT_TOOLS.contains(&call.name()) {
                     continue;
                 }
                 if seen == n {
@@ -276,7 +276,7 @@ fn nth_agent_call(main: &Family, g: &Graph, n: usize) -> Option<(RecordRef, Stri
                         line: i,
                         record: r,
                     };
-                    return Some((at, call.id.clone()));
+                    return Some((at, call.id().unwrap_or_default().to_string()));
                 }
                 seen += 1;
             }
@@ -291,7 +291,7 @@ fn find_call(main: &Family, call_id: &str) -> Option<(RecordRef, String)> {
         let r = file
             .records
             .iter()
-            .position(|r| r.tool_calls.iter().any(|c| c.id == call_id))?;
+            .position(|r| r.tool_calls().iter().any(|c| c.is(call_id)))?;
         Some((
             RecordRef {
                 agent: main.agent,
@@ -307,10 +307,11 @@ fn find_call(main: &Family, call_id: &str) -> Option<(RecordRef, String)> {
 fn find_agent_call(main: &Family, agent_id: &str) -> Option<(RecordRef, String)> {
     for (i, file) in main.files.iter().enumerate() {
         for rec in &file.records {
-            let Some(Marker::AgentResult(found)) = rec.marker.as_deref() else {
+            let marker = rec.marker();
+            let Some(Marker::AgentResult(found)) = marker.as_deref() else {
                 continue;
             };
-            let Some(call_id) = rec.tool_call_id.as_deref() else {
+            let Some(call_id) = rec.tool_call_id() else {
                 continue;
             };
             if found != agent_id {
@@ -319,7 +320,7 @@ fn find_agent_call(main: &Family, agent_id: &str) -> Option<(RecordRef, String)>
             let call = file
                 .records
                 .iter()
-                .position(|r| r.tool_calls.iter().any(|c| c.id == call_id))?;
+                .position(|r| r.tool_calls().iter().any(|c| c.is(call_id)))?;
             return Some((
                 RecordRef {
                     agent: main.agent,

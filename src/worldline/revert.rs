@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 
 use super::{Family, ForkKind, RecordRef, Session};
-use crate::model::{Body, Marker, Role};
+use crate::model::{Body, CallKey, Marker, Role};
 
 /// Why a record can't be a D-Mail's target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub fn target_of(session: &Session, agent: usize, r: RecordRef) -> Result<Target
         .ok_or(NotATarget::NotACheckpoint)?;
     let f = &a.family;
     let meta = f.record(r).ok_or(NotATarget::NotACheckpoint)?;
-    let (record, checkpoint) = match (&meta.role, meta.marker.as_deref(), meta.checkpoint) {
+    let (record, checkpoint) = match (meta.role(), meta.marker().as_deref(), meta.checkpoint()) {
         (Role::Checkpoint, _, Some(id)) => (r, id),
         (_, Some(Marker::CheckpointNote(n)), _) => checkpoint_before_note(f, r, *n),
         _ => return Err(NotATarget::NotACheckpoint),
@@ -89,7 +89,7 @@ fn checkpoint_before_note(f: &Family, note: RecordRef, n: i64) -> (RecordRef, i6
         .checked_sub(1)
         .map(|i| RecordRef { record: i, ..note });
     match before.and_then(|b| Some((b, f.record(b)?))) {
-        Some((b, m)) if m.role == Role::Checkpoint => (b, m.checkpoint.unwrap_or(n)),
+        Some((b, m)) if *m.role() == Role::Checkpoint => (b, m.checkpoint().unwrap_or(n)),
         _ => (note, n),
     }
 }
@@ -116,7 +116,7 @@ pub fn discarded(session: &Session, t: &Target) -> Option<Discard> {
     let next = nodes.get(i + 1).map(|&n| session.graph[n].owner);
     let after_note = next
         .and_then(|r| f.record(r))
-        .is_some_and(|m| matches!(m.marker.as_deref(), Some(Marker::CheckpointNote(_))));
+        .is_some_and(|m| matches!(m.marker().as_deref(), Some(Marker::CheckpointNote(_))));
     let kept = i + 1 + usize::from(after_note);
     Some(Discard {
         records: nodes.len().saturating_sub(kept),
@@ -281,13 +281,13 @@ fn collect(
         let Some(meta) = session.record(r) else {
             continue;
         };
-        if meta.role != Role::Assistant || meta.tool_calls.is_empty() {
+        if *meta.role() != Role::Assistant || meta.tool_calls().is_empty() {
             continue;
         }
         let wanted: Vec<_> = meta
-            .tool_calls
+            .tool_calls()
             .iter()
-            .filter(|c| kind_of(&c.name).is_some() || is_subagent_tool(&c.name))
+            .filter(|c| kind_of(c.name()).is_some() || is_subagent_tool(c.name()))
             .collect();
         if wanted.is_empty() {
             continue;
@@ -299,19 +299,19 @@ fn collect(
         }
         let body = load(r);
         for head in wanted {
-            if is_subagent_tool(&head.name) {
+            if is_subagent_tool(head.name()) {
                 subagent_changes(session, r, load, kept);
                 continue;
             }
-            let Some(kind) = kind_of(&head.name) else {
+            let Some(kind) = kind_of(head.name()) else {
                 continue;
             };
             let what = match (kind, &body) {
-                (ChangeKind::Other, _) => Some(head.name.clone()),
+                (ChangeKind::Other, _) => Some(head.name().to_string()),
                 (_, Some(b)) => b
                     .tool_calls
                     .iter()
-                    .find(|c| c.id == head.id)
+                    .find(|c| head.is(&c.id))
                     .and_then(|c| argument(kind, &c.arguments)),
                 (_, None) => None,
             };
@@ -323,7 +323,7 @@ fn collect(
                 kind,
                 what,
                 call: r,
-                failed: result_failed(session, &refs[i + 1..], &head.id, load),
+                failed: result_failed(session, &refs[i + 1..], head.key(), load),
                 by: by.map(str::to_owned),
             });
         }
@@ -370,11 +370,15 @@ fn string_prefix_after(text: &str, key: &str) -> Option<String> {
 }
 
 /// Did the call's tool result (among the records after it) report an error?
-fn result_failed(session: &Session, after: &[RecordRef], id: &str, load: &mut Loader) -> bool {
+fn result_failed(session: &Session, after: &[RecordRef], id: CallKey, load: &mut Loader) -> bool {
     let Some(&r) = after
         .iter()
-        .take_while(|&&r| session.record(r).is_some_and(|m| m.role != Role::Assistant))
-        .find(|&&r| session.record(r).and_then(|m| m.tool_call_id.as_deref()) == Some(id))
+        .take_while(|&&r| {
+            session
+                .record(r)
+                .is_some_and(|m| *m.role() != Role::Assistant)
+        })
+        .find(|&&r| session.record(r).is_some_and(|m| m.answers(id)))
     else {
         return false; // no result yet: it may well have happened
     };
@@ -527,7 +531,7 @@ mod tests {
             .map(|&n| s.graph[n].owner)
             .find(|&r| {
                 let m = s.record(r).unwrap();
-                m.role == Role::Checkpoint && m.checkpoint == Some(c)
+                *m.role() == Role::Checkpoint && m.checkpoint() == Some(c)
             })
             .unwrap()
     }
@@ -650,7 +654,7 @@ mod tests {
             .nodes
             .iter()
             .map(|&n| s.graph[n].owner)
-            .find(|&r| r.line == 0 && s.record(r).unwrap().checkpoint == Some(3))
+            .find(|&r| r.line == 0 && s.record(r).unwrap().checkpoint() == Some(3))
             .unwrap();
         assert_eq!(target_of(&s, 0, old), Err(NotATarget::NotCurrent));
         // ⚑1's note is kept; the injection, ⚑2, its note, the answer go.

@@ -29,14 +29,10 @@ pub fn join_times(family: &Family, wire: &WireLog, g: &mut Graph) {
                 next_anchor += 1;
             }
             let exact = rec
-                .tool_calls
+                .tool_calls()
                 .first()
-                .and_then(|c| wire.call_time(&c.id))
-                .or_else(|| {
-                    rec.tool_call_id
-                        .as_deref()
-                        .and_then(|id| wire.result_time(id))
-                });
+                .and_then(|c| wire.call_time(c.key()))
+                .or_else(|| rec.tool_call_key().and_then(|id| wire.result_time(id)));
             if let Some(t) = exact {
                 current = Some(current.map_or(t, |c| c.max(t)));
             }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod browser;
+pub mod denwa;
 pub mod replay;
 pub mod ui;
 

@@ -46,7 +46,7 @@ fn plan(src: &Path, dst: &Path, rng: &mut Rng) -> Vec<Op> {
         .map(|a| match a.parent_call {
             Some(c) => {
                 let rec = session.record(c).expect("parent call record");
-                (c.line, rec.offset + u64::from(rec.len) + 1, a)
+                (c.line, rec.offset() + u64::from(rec.len()) + 1, a)
             }
             None => (usize::MAX, 0, a),
         })
@@ -112,7 +112,7 @@ fn agent_ops(
         let own_from = file
             .records
             .get(shared)
-            .map_or(bytes.len(), |r| r.offset as usize);
+            .map_or(bytes.len(), |r| r.offset() as usize);
         for (fast, lo, hi) in [(true, 0, own_from), (false, own_from, bytes.len())] {
             let mut at = lo;
             while at < hi {

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::model::CallKey;
 use crate::read::{guard, lenient};
 use crate::sources::{StepTiming, TurnTiming, WireLog};
 
@@ -138,7 +139,7 @@ impl WireLog {
     }
 
     fn tool_event(&mut self, call: bool, ts: f64, id: &str) {
-        let entry = self.tool_calls.entry(id.to_string()).or_default();
+        let entry = self.tool_calls.entry(CallKey::of(id)).or_default();
         let slot = if call { &mut entry.0 } else { &mut entry.1 };
         slot.get_or_insert(ts);
     }

@@ -57,7 +57,10 @@ pub fn session_parts(cs: &CodeSession, forks: Vec<ForkLink>) -> SessionParts {
 fn records_upto(a: &AgentWire, line: u32) -> (usize, usize) {
     let b = a.tree.owner_of(line).unwrap_or(a.tree.active);
     let (ix, _) = records::branch_index(&a.wire, &a.tree, b);
-    (ix.records.iter().take_while(|r| r.line <= line).count(), b)
+    (
+        ix.records.iter().take_while(|r| r.line() <= line).count(),
+        b,
+    )
 }
 
 fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
@@ -72,7 +75,7 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
         let fork = match (b.parent, b.fork_line) {
             (Some(p), Some(fl)) => {
                 let shared = files.get(p).map_or(0, |pf: &crate::read::FileIndex| {
-                    pf.records.iter().take_while(|r| r.line <= fl).count()
+                    pf.records.iter().take_while(|r| r.line() <= fl).count()
                 });
                 LineFork::Explicit { parent: p, shared }
             }

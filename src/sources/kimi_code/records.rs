@@ -12,7 +12,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use super::tree::WireTree;
 use super::wire::{fold, Entry, EntryKind, WireIndex};
 use crate::error::{Error, Result};
-use crate::model::{Body, Marker, RecordMeta, Role};
+use crate::model::{Body, Marker, RecordMeta, RecordParts, Role};
 use crate::read::{lenient, FileIndex};
 
 /// The index entry of a record-shaped wire entry.
@@ -46,18 +46,15 @@ pub fn record_meta(e: &Entry) -> Option<RecordMeta> {
         EntryKind::Compaction => (Role::System, Vec::new(), None, Some(Marker::Compaction)),
         _ => return None,
     };
-    Some(RecordMeta {
-        offset: e.offset,
-        len: e.len,
-        line: e.line,
+    let parts = RecordParts {
         role,
-        hash: e.hash,
         checkpoint: None,
         tokens: None,
-        tool_calls: tool_calls.into_boxed_slice(),
-        tool_call_id: tool_call_id.map(String::into_boxed_str),
-        marker: marker.map(Box::new),
-    })
+        tool_calls,
+        tool_call_id,
+        marker,
+    };
+    Some(RecordMeta::new(e.offset, e.len, e.line, e.hash, parts))
 }
 
 /// The records a branch sees, in wire order, as one index, with each
@@ -101,7 +98,7 @@ pub fn load_body(path: &Path, meta: &RecordMeta) -> Result<Body> {
         Error::Other(format!(
             "{}:{}: the line changed on disk since it was read",
             path.display(),
-            meta.line
+            meta.line()
         ))
     };
     let mut lines = bytes
@@ -111,7 +108,7 @@ pub fn load_body(path: &Path, meta: &RecordMeta) -> Result<Body> {
     let first = lines.next().ok_or_else(changed)?;
     let parse = |l: &[u8]| {
         lenient::parse_value(l)
-            .map_err(|e| Error::Other(format!("{}:{}: {e}", path.display(), meta.line)))
+            .map_err(|e| Error::Other(format!("{}:{}: {e}", path.display(), meta.line())))
     };
     let head = parse(first)?;
     let ty = head.get("type").and_then(Value::as_str).unwrap_or("");
@@ -151,7 +148,7 @@ pub fn load_body(path: &Path, meta: &RecordMeta) -> Result<Body> {
             }
             raws.push(v);
         }
-        if hash != meta.hash {
+        if hash != meta.hash() {
             return Err(changed());
         }
         let mut body = Body::from_value(json!({
@@ -159,7 +156,7 @@ pub fn load_body(path: &Path, meta: &RecordMeta) -> Result<Body> {
         body.raw = Value::Array(raws);
         return Ok(body);
     }
-    if xxh3_64(first) != meta.hash {
+    if xxh3_64(first) != meta.hash() {
         return Err(changed());
     }
     let normal = match (ty, ev_ty) {
@@ -179,7 +176,7 @@ pub fn load_body(path: &Path, meta: &RecordMeta) -> Result<Body> {
                     }})
                 })
                 .collect();
-            json!({"role": meta.role.as_str(), "content": m.get("content"),
+            json!({"role": meta.role().as_str(), "content": m.get("content"),
                    "tool_calls": calls,
                    "tool_call_id": m.get("toolCallId").or_else(|| m.get("tool_call_id"))})
         }
@@ -198,7 +195,7 @@ pub fn load_body(path: &Path, meta: &RecordMeta) -> Result<Body> {
                 {"type": "text", "text": compaction_note(&head)},
                 {"type": "text", "text": summary}]})
         }
-        _ => json!({"role": meta.role.as_str()}),
+        _ => json!({"role": meta.role().as_str()}),
     };
     let mut body = Body::from_value(normal);
     body.raw = head;
@@ -247,7 +244,7 @@ mod tests {
         let t = tree::build(&w.entries, w.lines);
         let (ix, times) = branch_index(&w, &t, 0);
         assert_eq!(times.len(), ix.records.len());
-        let roles: Vec<&str> = ix.records.iter().map(|r| r.role.as_str()).collect();
+        let roles: Vec<&str> = ix.records.iter().map(|r| r.role().as_str()).collect();
         assert_eq!(roles, ["user", "assistant", "tool", "system", "system"]);
         let bodies: Vec<Body> = ix
             .records
@@ -261,7 +258,7 @@ mod tests {
         assert_eq!(bodies[2].text(), "a\nb");
         assert_eq!(bodies[2].tool_call_id.as_deref(), Some("c"));
         assert_eq!(bodies[4].text(), "⊜ compacted\nshort");
-        assert_eq!(ix.records[4].marker.as_deref(), Some(&Marker::Compaction));
+        assert_eq!(ix.records[4].marker().as_deref(), Some(&Marker::Compaction));
         // A rewritten line is caught, not shown as the old record.
         std::fs::write(&path, WIRE.replace("hello", "HELLO")).unwrap();
         assert!(load_body(&path, &ix.records[1]).is_err());
