@@ -398,3 +398,48 @@ fn follower_snapshots_extend_as_rebuilt() {
         }
     }
 }
+
+/// What was read for the rows on screen stays read when records are only
+/// appended (nothing it shows changed); a new world line starts afresh.
+#[test]
+fn previews_survive_an_append_and_are_dropped_for_a_new_world_line() {
+    use common::{assistant, revert, sys, turn, write};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut lines = vec![sys()];
+    for n in 0..3 {
+        lines.extend(turn(n, &format!("question {n}"), &format!("answer {n}")));
+    }
+    write(dir, "context.jsonl", &lines);
+    let mut app = App::new(Theme { color: true }, true, Size::new(W, H));
+    app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
+    app.prepare();
+    let first = worldline::worldline::RecordRef {
+        agent: 0,
+        line: 0,
+        record: 4,
+    };
+    assert!(
+        app.cache.get_preview(first).is_some(),
+        "the first answer is on screen"
+    );
+
+    lines.push(assistant("more"));
+    write(dir, "context.jsonl", &lines);
+    app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
+    assert_eq!(
+        app.cache.get_preview(first),
+        Some("answer 0"),
+        "kept across an append, before any prepare"
+    );
+
+    fs::rename(dir.join("context.jsonl"), dir.join("context_1.jsonl")).unwrap();
+    write(dir, "context.jsonl", &revert(&lines, 1, "go back"));
+    app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
+    assert_eq!(app.family().unwrap().lines.len(), 2);
+    assert_eq!(
+        app.cache.get_preview(first),
+        None,
+        "a new world line reads again"
+    );
+}
