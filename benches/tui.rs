@@ -437,7 +437,22 @@ mod live {
     struct Figures {
         records: usize,
         append: Vec<Duration>,
+        /// The same, in CPU time of the UI thread: the follower rebuilds
+        /// the session on the other core meanwhile, and a shared machine
+        /// preempts.
+        append_cpu: Vec<Duration>,
         line: Vec<Duration>,
+    }
+
+    /// CPU time this thread has used.
+    fn thread_cpu() -> Duration {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid clock id and a pointer to a live timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
     }
 
     pub fn measure(args: &Args) -> Result<String> {
@@ -455,6 +470,10 @@ mod live {
         for f in [&small, &big] {
             for (what, v) in [
                 (format!("{BATCH} records appended"), &f.append),
+                (
+                    format!("{BATCH} records appended, UI thread CPU time"),
+                    &f.append_cpu,
+                ),
                 ("a world line added (D-Mail revert)".to_string(), &f.line),
             ] {
                 writeln!(
@@ -478,6 +497,15 @@ mod live {
             small.records,
             ratio(0.5),
             ratio(0.99)
+        )?;
+        let cpu = |p: f64| {
+            pct(&big.append_cpu, p).as_secs_f64() / pct(&small.append_cpu, p).as_secs_f64()
+        };
+        writeln!(
+            b,
+            "the same in UI thread CPU time: p50 {:.1}×, p99 {:.1}×",
+            cpu(0.5),
+            cpu(0.99)
         )?;
         Ok(b)
     }
@@ -520,6 +548,7 @@ mod live {
         let mut have = last_file_len(&app);
         let path = dir.join("context.jsonl");
         let mut append = Vec::new();
+        let mut append_cpu = Vec::new();
         for b in 0..args.batches {
             let mut f = OpenOptions::new().append(true).open(&path)?;
             let mut text = String::new();
@@ -538,10 +567,11 @@ mod live {
             loop {
                 let s = next_snapshot(&rx)?;
                 let done = s.main().files.last().map_or(0, |f| f.records.len()) >= have;
-                let t0 = Instant::now();
+                let (t0, c0) = (Instant::now(), thread_cpu());
                 app.update(Live::Snapshot(s));
                 frame(&mut app, &mut t)?;
                 append.push(t0.elapsed());
+                append_cpu.push(thread_cpu() - c0);
                 if done {
                     break;
                 }
@@ -567,6 +597,7 @@ mod live {
         Ok(Figures {
             records: total,
             append,
+            append_cpu,
             line,
         })
     }
