@@ -304,7 +304,7 @@ fn code_sessions() -> Vec<PathBuf> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 6, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 4, ..ProptestConfig::default() })]
 
     #[test]
     fn kimi_cli_fixtures_grown_in_chunks_extend_as_rebuilt(
