@@ -92,7 +92,7 @@ fn dmail_forks_link_to_their_sending_call() {
             .join(scenario);
         let s = Session::load(&session_dir(&dir)).unwrap();
         let main = s.main();
-        for line in main.lines.iter().skip(1) {
+        for (i, line) in main.lines.iter().enumerate().skip(1) {
             let fork = line.fork.as_ref().unwrap();
             let sender = fork.sender.as_ref().expect("sender found");
             // The sender lives in the abandoned (parent) world line, and the
@@ -108,12 +108,17 @@ fn dmail_forks_link_to_their_sending_call() {
                 args.dmail().unwrap().message,
                 *fork.message.as_ref().unwrap()
             );
-            let injection = line.nodes[line.shared];
-            let from = main.lines[sender.call.line].nodes[sender.call.record];
+            // The D-Mail edge: from the sender's segment to this world
+            // line's, which starts with the injection.
+            let from = main.lines[sender.call.line].node;
+            assert!(line.shared < main.files[i].records.len(), "{scenario}");
             assert!(s
                 .graph
-                .edges_connecting(from, injection)
-                .any(|e| *e.weight() == worldline::worldline::Edge::DMail));
+                .edges_connecting(from, line.node)
+                .any(|e| *e.weight()
+                    == worldline::worldline::Edge::DMail {
+                        call: sender.call.record
+                    }));
         }
     }
 }
@@ -170,9 +175,10 @@ fn wire_times_join_records() {
     let mut last = 0.0;
     let mut timed = 0;
     for (i, line) in main.family.lines.iter().enumerate() {
-        for &n in &line.nodes[line.shared..] {
-            assert_eq!(s.graph[n].owner.line, i);
-            if let Some(t) = s.graph[n].time {
+        for r in line.shared..main.family.files[i].records.len() {
+            let at = main.family.owner(i, r).unwrap();
+            assert_eq!(at.line, i);
+            if let Some(t) = s.time(at) {
                 assert!(t >= last, "time went backwards");
                 last = t;
                 timed += 1;

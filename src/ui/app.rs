@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use ratatui::layout::{Position, Size};
 
 use crate::session::SessionSummary;
-use crate::worldline::map::Map;
+use crate::worldline::map::{Appended, Map};
 use crate::worldline::{RecordRef, Session};
 
 use super::cache::Cache;
@@ -269,6 +269,9 @@ pub struct App {
     pub status: Option<String>,
     pub size: Size,
     pub cache: Cache,
+    /// Snapshots that only append records extend the row model and map;
+    /// false rebuilds them for every snapshot (tests compare the two).
+    pub incremental: bool,
     /// An accepted D-Mail: its world line gets selected when it appears.
     pub pending_jump: Option<PendingJump>,
     back: Option<Anchor>,
@@ -305,6 +308,7 @@ impl App {
             status: None,
             size,
             cache: Cache::default(),
+            incremental: true,
             pending_jump: None,
             back: None,
             hops: Vec::new(),
@@ -332,15 +336,13 @@ impl App {
         if !self.rows.is_step_head(row) || self.is_unfolded(row) {
             return Some(r);
         }
-        let s = self.session.as_ref()?;
         let f = self.family()?;
         let file = f.files.get(r.line)?;
         let upto = r.record.min(file.records.len().checked_sub(1)?);
         let k = file.records[..=upto]
             .iter()
             .rposition(|m| *m.role() == crate::model::Role::Checkpoint)?;
-        let n = *f.lines.get(r.line)?.nodes.get(k)?;
-        Some(s.graph[n].owner)
+        f.owner(r.line, k)
     }
 
     /// The record the detail pane shows: a folded step is read through its
@@ -364,12 +366,8 @@ impl App {
 
     /// Is record `r` (by owner) on world line `line`'s path?
     pub fn on_line(&self, line: usize, r: RecordRef) -> bool {
-        let Some(s) = &self.session else { return false };
         let Some(f) = self.family() else { return false };
-        f.lines
-            .get(line)
-            .and_then(|l| l.nodes.get(r.record))
-            .is_some_and(|&n| s.graph[n].owner == r)
+        f.owner(line, r.record) == Some(r)
     }
 
     /// Rows the map takes on this screen.
@@ -732,11 +730,17 @@ impl App {
             self.agent = 0;
             self.back = None;
         }
-        if let Some(old) = self.session.replace(s) {
+        let old = self.session.replace(s);
+        // A snapshot that only appended records extends what was shown;
+        // anything else (a new world line, a rotation, a truncation, another
+        // agent) rebuilds it, and forgets what was read for the old one.
+        if !old.as_deref().is_some_and(|o| self.extend_rows(o)) {
+            self.cache.clear();
+            self.rebuild_rows();
+        }
+        if let Some(old) = old {
             crate::live::drop_later(old);
         }
-        self.cache.clear();
-        self.rebuild_rows();
         let lines_now = self.family().map_or(0, |f| f.lines.len());
         let now = Instant::now();
         if self.follow && !first && lines_now > lines_before {
@@ -766,6 +770,30 @@ impl App {
         // Hits are kept by record: they stay right as rows move.
     }
 
+    /// Extends the row model and the map from `old` to the session now
+    /// shown, when the shown agent's family only had records appended
+    /// (`Appended::between`); false when they must be rebuilt.
+    fn extend_rows(&mut self, old: &Session) -> bool {
+        let Some(new) = self.session.clone() else {
+            return false;
+        };
+        if !self.incremental || old.id != new.id || self.rows.agent != self.agent {
+            return false;
+        }
+        let (Some(of), Some(nf)) = (old.agents.get(self.agent), new.agents.get(self.agent)) else {
+            return false;
+        };
+        let Some(grown) = Appended::between(&of.family, &nf.family) else {
+            return false;
+        };
+        if !self.rows.extend(&new, grown, &self.filter) {
+            return false;
+        }
+        self.map
+            .extend(old, &new, self.agent, grown, self.rows.mark);
+        true
+    }
+
     fn rebuild_rows(&mut self) {
         if let Some(s) = &self.session {
             self.rows = RowModel::build(s, self.agent, &self.filter);
@@ -775,7 +803,7 @@ impl App {
                 match s.agents.get(self.agent) {
                     Some(a) => {
                         let order = crate::worldline::map::Order::of(&a.family);
-                        Map::of_family(s, &a.family, &order)
+                        Map::of_family(&a.family, &order)
                     }
                     None => Map::default(),
                 }
@@ -821,15 +849,13 @@ impl App {
 
     /// Follow mode: the newest record of the current world line.
     fn go_newest(&mut self) {
-        let Some(s) = self.session.clone() else {
+        if self.session.is_none() {
             return;
-        };
+        }
         let line = self.current_line();
         self.focus = line;
-        let last = self
-            .family()
-            .and_then(|f| f.lines.get(line)?.nodes.last().copied());
-        match last.and_then(|n| self.rows.row_of(s.graph[n].owner)) {
+        let last = self.family().and_then(|f| f.last_record(line));
+        match last.and_then(|o| self.rows.row_of(o)) {
             Some(row) => {
                 let pos = self.rows.position_of(row);
                 self.cursor = pos.min(self.rows.len().saturating_sub(1));
@@ -888,11 +914,8 @@ impl App {
         };
         let focus = f.line_by_file(&a.focus_file).unwrap_or(0);
         let row = f.line_by_file(&a.file).and_then(|l| {
-            let line = &f.lines[l];
-            let n = *line
-                .nodes
-                .get(a.record.min(line.nodes.len().checked_sub(1)?))?;
-            self.rows.row_of(s.graph[n].owner)
+            let o = f.owner(l, a.record.min(f.line_len(l).checked_sub(1)?))?;
+            self.rows.row_of(o)
         });
         self.focus = focus;
         match row {
@@ -921,12 +944,7 @@ impl App {
         self.focus = next;
         let target = match self.selected() {
             Some(r) if self.on_line(next, r) => Some(r),
-            Some(r) => {
-                let nodes = &f.lines[next].nodes;
-                nodes
-                    .get(r.record.min(nodes.len().saturating_sub(1)))
-                    .map(|&n| s.graph[n].owner)
-            }
+            Some(r) => f.owner(next, r.record.min(f.line_len(next).saturating_sub(1))),
             None => None,
         };
         if let Some(row) = target.and_then(|r| self.rows.row_of(r)) {
