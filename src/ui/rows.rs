@@ -115,13 +115,9 @@ impl RowModel {
             .lines
             .iter()
             .enumerate()
-            .map(|(i, line)| {
+            .map(|(i, _)| {
                 let own = m.order.own(i);
-                let fork_row = line
-                    .shared
-                    .checked_sub(1)
-                    .and_then(|last| line.nodes.get(last))
-                    .and_then(|&n| m.row_of(session.graph[n].owner));
+                let fork_row = family.fork_record(i).and_then(|o| m.row_of(o));
                 let origin = fork_row.and_then(|r| m.line_of(r));
                 Span {
                     fork_row,

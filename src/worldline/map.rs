@@ -295,7 +295,7 @@ impl Map {
             return Map::default();
         };
         let order = Order::of(&main.family);
-        let mut map = Map::of_family(s, &main.family, &order);
+        let mut map = Map::of_family(&main.family, &order);
         for (k, a) in s.agents.iter().enumerate().skip(1) {
             let Some(call) = a.parent_call else { continue };
             let Some(x) = order.x_of(call.line, call.record) else {
@@ -332,11 +332,7 @@ impl Map {
     }
 
     /// One agent's map (no subagents).
-    pub fn of_family(s: &Session, family: &Family, order: &Order) -> Map {
-        let owner_x = |n: petgraph::graph::NodeIndex| {
-            let o = s.graph.node_weight(n)?.owner;
-            order.x_of(o.line, o.record)
-        };
+    pub fn of_family(family: &Family, order: &Order) -> Map {
         let mut tracks: Vec<Track> = Vec::with_capacity(family.lines.len());
         let step_mark = StepMark::of(family);
         for (i, (line, file)) in family.lines.iter().zip(&family.files).enumerate() {
@@ -353,11 +349,9 @@ impl Map {
                     })
                 })
                 .collect();
-            let fork_x = line
-                .shared
-                .checked_sub(1)
-                .and_then(|last| line.nodes.get(last))
-                .and_then(|&n| owner_x(n));
+            let fork_x = family
+                .fork_record(i)
+                .and_then(|o| order.x_of(o.line, o.record));
             let total = file.records.len().max(1);
             tracks.push(Track {
                 line: i,
@@ -498,8 +492,7 @@ fn fork_track(
     // to an older line).
     let (host_line, x) = at
         .and_then(|r| {
-            let n = *family.lines.get(r.line)?.nodes.get(r.record)?;
-            let x = owner_of(family, order, r.line, n)?;
+            let x = owner_of(family, order, r.line, r.record)?;
             Some((order.line_of(x)?, x))
         })
         .unwrap_or((0, 0));
@@ -578,11 +571,7 @@ fn arcs(family: &Family, order: &Order) -> Vec<DMailArc> {
         let to_x = before
             .iter()
             .rposition(|r| *r.role() == Role::Checkpoint && r.checkpoint() == Some(a.checkpoint_id))
-            .and_then(|r| {
-                let n = *family.lines.get(line)?.nodes.get(r)?;
-                Some(n)
-            })
-            .and_then(|n| owner_of(family, order, line, n));
+            .and_then(|r| owner_of(family, order, line, r));
         let outcome = match (a.caused, a.accepted) {
             (Some(k), _) => Outcome::Landed(k),
             (None, Some(false)) => Outcome::Refused(sanitize_line(
@@ -604,25 +593,11 @@ fn arcs(family: &Family, order: &Order) -> Vec<DMailArc> {
     out
 }
 
-/// x of node `n` of world line `line`: shared records belong to the line
-/// that wrote them, found by walking back along the parents.
-fn owner_of(
-    family: &Family,
-    order: &Order,
-    line: usize,
-    n: petgraph::graph::NodeIndex,
-) -> Option<usize> {
-    let mut cur = Some(line);
-    // Parents point to older lines; the bound guards odd data.
-    for _ in 0..=family.lines.len() {
-        let l = &family.lines[cur?];
-        let pos = l.nodes.iter().position(|&m| m == n)?;
-        if pos >= l.shared || l.parent.is_none() {
-            return order.x_of(l.index, pos);
-        }
-        cur = l.parent;
-    }
-    None
+/// x of record `record` of world line `line`: shared records belong to the
+/// line that wrote them.
+fn owner_of(family: &Family, order: &Order, line: usize, record: usize) -> Option<usize> {
+    let o = family.owner(line, record)?;
+    order.x_of(o.line, o.record)
 }
 
 /// The one-line reason a world line exists.
