@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cargo bench --bench tui -- [--size 1GB] [--records 1000000] [--seed N] [--runs 3]
-//!                            [--only family|records] [--query TEXT]
+//!                            [--only family|records|live] [--query TEXT]
+//!                            [--live-records 2000000] [--batches 30]
 //! ```
 //!
 //! For the 1 M-record session and the 1 GB family:
@@ -13,6 +14,14 @@
 //! - a repeated snapshot (what the live follower's first snapshot costs);
 //! - search: the real worker (`search::scan`) on its own thread: time to the
 //!   first progress message, to the end, and from cancel to the thread's end.
+//!
+//! And issue #14's live rows (`--only live`), on a copy of the long-run
+//! family (`gen-session --records N --lines 3`) of 3 k and of
+//! `--live-records` records, followed by the real follower (`live::spawn`):
+//! `update(Live::Snapshot)` + `prepare` + draw for each snapshot after a
+//! batch of 10 records appended to the current world line, and after a
+//! D-Mail revert that adds a world line; p50/p99 and the ratio of the two
+//! sizes.
 //!
 //! `harness = false`: under `cargo test --benches` it only prints how to run.
 
@@ -53,6 +62,8 @@ struct Args {
     runs: usize,
     only: Option<String>,
     query: String,
+    live_records: u64,
+    batches: usize,
     bench: bool,
 }
 
@@ -65,6 +76,8 @@ fn parse_args() -> Result<Args> {
         only: None,
         // Absent from every body, so the search reads the whole agent.
         query: "zq-absent-needle-qz".into(),
+        live_records: 2_000_000,
+        batches: 30,
         bench: false,
     };
     let mut it = std::env::args().skip(1);
@@ -77,6 +90,8 @@ fn parse_args() -> Result<Args> {
             "--runs" => a.runs = val()?.parse::<usize>()?.max(1),
             "--only" => a.only = Some(val()?),
             "--query" => a.query = val()?,
+            "--live-records" => a.live_records = val()?.parse()?,
+            "--batches" => a.batches = val()?.parse::<usize>()?.max(1),
             "--bench" => a.bench = true,
             other => bail!("unknown argument {other}"),
         }
@@ -91,7 +106,8 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let mut out = Vec::new();
-    if args.only.as_deref() != Some("family") {
+    let only = |part: &str| args.only.as_deref().is_none_or(|o| o == part);
+    if only("records") {
         let dir = PathBuf::from(format!(
             "/tmp/wl-perf/records-{}-seed{}",
             args.records, args.seed
@@ -109,7 +125,7 @@ fn main() -> Result<()> {
             &args,
         )?);
     }
-    if args.only.as_deref() != Some("records") {
+    if only("family") {
         let dir = PathBuf::from(format!(
             "/tmp/wl-perf/family-{}-seed{}",
             args.size.to_ascii_lowercase(),
@@ -123,6 +139,9 @@ fn main() -> Result<()> {
         };
         let session = ensure(&dir, &opts)?;
         out.push(measure(&format!("{} family", args.size), &session, &args)?);
+    }
+    if only("live") {
+        out.push(live::measure(&args)?);
     }
     println!();
     println!(
@@ -400,4 +419,238 @@ fn search_once(
         .join()
         .map_err(|_| anyhow::anyhow!("search panicked"))?;
     Ok((first, done, app.search.hits.len()))
+}
+
+/// Issue #14: what one live snapshot costs the TUI on a long run.
+mod live {
+    use super::*;
+    use std::fs::OpenOptions;
+    use std::io::Write as _;
+    use worldline::kimi_writer as kw;
+    use worldline::live::{self as follower, LiveEvent, LiveOptions};
+
+    /// Records appended per batch.
+    const BATCH: usize = 10;
+
+    /// One size: the follower's snapshots after appended batches and after
+    /// reverts, applied to a following app.
+    struct Figures {
+        records: usize,
+        append: Vec<Duration>,
+        /// The same, in CPU time of the UI thread: the follower rebuilds
+        /// the session on the other core meanwhile, and a shared machine
+        /// preempts.
+        append_cpu: Vec<Duration>,
+        line: Vec<Duration>,
+    }
+
+    /// CPU time this thread has used.
+    fn thread_cpu() -> Duration {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid clock id and a pointer to a live timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    }
+
+    pub fn measure(args: &Args) -> Result<String> {
+        let small = one(3_000, args)?;
+        let big = one(args.live_records, args)?;
+        let mut b = String::new();
+        use std::fmt::Write as _;
+        writeln!(
+            b,
+            "**live snapshots (follow on): `update(Live::Snapshot)` + prepare + draw**"
+        )?;
+        writeln!(b)?;
+        writeln!(b, "| snapshot | records | n | p50 | p99 | max |")?;
+        writeln!(b, "| --- | ---: | ---: | ---: | ---: | ---: |")?;
+        for f in [&small, &big] {
+            for (what, v) in [
+                (format!("{BATCH} records appended"), &f.append),
+                (
+                    format!("{BATCH} records appended, UI thread CPU time"),
+                    &f.append_cpu,
+                ),
+                ("a world line added (D-Mail revert)".to_string(), &f.line),
+            ] {
+                writeln!(
+                    b,
+                    "| {what} | {} | {} | {:.2} ms | {:.2} ms | {:.2} ms |",
+                    f.records,
+                    v.len(),
+                    ms(pct(v, 0.5)),
+                    ms(pct(v, 0.99)),
+                    ms(pct(v, 1.0))
+                )?;
+            }
+        }
+        let ratio =
+            |p: f64| pct(&big.append, p).as_secs_f64() / pct(&small.append, p).as_secs_f64();
+        writeln!(b)?;
+        writeln!(
+            b,
+            "appended batch, {} vs {} records: p50 {:.1}×, p99 {:.1}× (goal: p99 within 2×)",
+            big.records,
+            small.records,
+            ratio(0.5),
+            ratio(0.99)
+        )?;
+        let cpu = |p: f64| {
+            pct(&big.append_cpu, p).as_secs_f64() / pct(&small.append_cpu, p).as_secs_f64()
+        };
+        writeln!(
+            b,
+            "the same in UI thread CPU time: p50 {:.1}×, p99 {:.1}×",
+            cpu(0.5),
+            cpu(0.99)
+        )?;
+        Ok(b)
+    }
+
+    fn pct(v: &[Duration], p: f64) -> Duration {
+        let mut v = v.to_vec();
+        v.sort();
+        v.get(((v.len().max(1) - 1) as f64 * p).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// A copy of the long-run family of `records` records (the bench writes
+    /// to it), followed and appended to.
+    fn one(records: u64, args: &Args) -> Result<Figures> {
+        let share = PathBuf::from(format!("/tmp/wl-perf/small-family-{records}-seed1"));
+        let opts = gen::Options {
+            size: 0,
+            seed: 1,
+            records: Some(records),
+            lines: 3,
+        };
+        let session = ensure(&share, &opts)?;
+        let tmp = tempfile::tempdir()?;
+        let dir = tmp.path().join("long-run");
+        fs::create_dir(&dir)?;
+        for e in fs::read_dir(&session)?.flatten() {
+            if e.path().is_file() {
+                fs::copy(e.path(), dir.join(e.file_name()))?;
+            }
+        }
+        eprintln!("live: following a copy of {}", session.display());
+        let (rx, _handle) = follower::spawn(dir.clone(), LiveOptions::default())?;
+        let mut app = App::new(Theme { color: true }, true, Size::new(W, H));
+        let mut t = term()?;
+        let first = next_snapshot(&rx)?;
+        let total = records_of(&first);
+        app.update(Live::Snapshot(first));
+        frame(&mut app, &mut t)?;
+        let mut have = last_file_len(&app);
+        let path = dir.join("context.jsonl");
+        let mut append = Vec::new();
+        let mut append_cpu = Vec::new();
+        for b in 0..args.batches {
+            let mut f = OpenOptions::new().append(true).open(&path)?;
+            let mut text = String::new();
+            for i in 0..BATCH {
+                let m = if i % 2 == 0 {
+                    kw::Message::user(format!("appended {b}.{i}"))
+                } else {
+                    kw::Message::assistant(format!("reply {b}.{i}"))
+                };
+                text.push_str(&kw::message_line(&m));
+            }
+            f.write_all(text.as_bytes())?;
+            have += BATCH;
+            // The follower may hand the batch over in more than one
+            // snapshot: the TUI applies each.
+            loop {
+                let s = next_snapshot(&rx)?;
+                let done = s.main().files.last().map_or(0, |f| f.records.len()) >= have;
+                let (t0, c0) = (Instant::now(), thread_cpu());
+                app.update(Live::Snapshot(s));
+                frame(&mut app, &mut t)?;
+                append.push(t0.elapsed());
+                append_cpu.push(thread_cpu() - c0);
+                if done {
+                    break;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut line = Vec::new();
+        for k in 0..args.runs {
+            let lines = app.family().map_or(0, |f| f.lines.len());
+            revert(&dir, &format!("revert {k}"))?;
+            loop {
+                let s = next_snapshot(&rx)?;
+                let done = s.main().lines.len() > lines;
+                let t0 = Instant::now();
+                app.update(Live::Snapshot(s));
+                frame(&mut app, &mut t)?;
+                if done {
+                    line.push(t0.elapsed());
+                    break;
+                }
+            }
+        }
+        Ok(Figures {
+            records: total,
+            append,
+            append_cpu,
+            line,
+        })
+    }
+
+    fn records_of(s: &Session) -> usize {
+        s.main().files.iter().map(|f| f.records.len()).sum()
+    }
+
+    fn last_file_len(app: &App) -> usize {
+        app.family()
+            .and_then(|f| f.files.last())
+            .map_or(0, |f| f.records.len())
+    }
+
+    fn next_snapshot(rx: &mpsc::Receiver<LiveEvent>) -> Result<Arc<Session>> {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left)? {
+                LiveEvent::Snapshot(s) => return Ok(s),
+                LiveEvent::Error(e) => bail!("follower: {e}"),
+                _ => {}
+            }
+        }
+    }
+
+    /// A D-Mail revert as kimi-cli writes it: `context.jsonl` rotated, every
+    /// line before its second-to-last checkpoint copied, that checkpoint
+    /// again and the D-Mail.
+    fn revert(dir: &Path, message: &str) -> Result<()> {
+        let path = dir.join("context.jsonl");
+        let text = fs::read_to_string(&path)?;
+        let mut starts = Vec::new();
+        let mut at = 0;
+        for l in text.split_inclusive('\n') {
+            if l.starts_with(r#"{"role": "_checkpoint""#) {
+                starts.push((at, l));
+            }
+            at += l.len();
+        }
+        let Some(&(cut, cp)) = starts.len().checked_sub(2).and_then(|i| starts.get(i)) else {
+            bail!("{}: too few checkpoints to revert", path.display());
+        };
+        let v: serde_json::Value = serde_json::from_str(cp)?;
+        let id = v["id"].as_i64().context("checkpoint id")?;
+        let next = kw::max_rotation_index(dir)? + 1;
+        fs::rename(&path, dir.join(format!("context_{next}.jsonl")))?;
+        let mut out = String::with_capacity(cut + 512);
+        out.push_str(&text[..cut]);
+        out.push_str(&kw::checkpoint_line(id));
+        out.push_str(&kw::message_line(&kw::checkpoint_message(id)));
+        out.push_str(&kw::message_line(&kw::dmail_injection_message(message)));
+        fs::write(&path, out)?;
+        Ok(())
+    }
 }

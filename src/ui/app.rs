@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use ratatui::layout::{Position, Size};
 
 use crate::session::SessionSummary;
-use crate::worldline::map::Map;
+use crate::worldline::map::{Appended, Map};
 use crate::worldline::{RecordRef, Session};
 
 use super::cache::Cache;
@@ -269,6 +269,9 @@ pub struct App {
     pub status: Option<String>,
     pub size: Size,
     pub cache: Cache,
+    /// Snapshots that only append records extend the row model and map;
+    /// false rebuilds them for every snapshot (tests compare the two).
+    pub incremental: bool,
     /// An accepted D-Mail: its world line gets selected when it appears.
     pub pending_jump: Option<PendingJump>,
     back: Option<Anchor>,
@@ -305,6 +308,7 @@ impl App {
             status: None,
             size,
             cache: Cache::default(),
+            incremental: true,
             pending_jump: None,
             back: None,
             hops: Vec::new(),
@@ -726,11 +730,17 @@ impl App {
             self.agent = 0;
             self.back = None;
         }
-        if let Some(old) = self.session.replace(s) {
+        let old = self.session.replace(s);
+        // A snapshot that only appended records extends what was shown;
+        // anything else (a new world line, a rotation, a truncation, another
+        // agent) rebuilds it, and forgets what was read for the old one.
+        if !old.as_deref().is_some_and(|o| self.extend_rows(o)) {
+            self.cache.clear();
+            self.rebuild_rows();
+        }
+        if let Some(old) = old {
             crate::live::drop_later(old);
         }
-        self.cache.clear();
-        self.rebuild_rows();
         let lines_now = self.family().map_or(0, |f| f.lines.len());
         let now = Instant::now();
         if self.follow && !first && lines_now > lines_before {
@@ -758,6 +768,30 @@ impl App {
             self.arrive();
         }
         // Hits are kept by record: they stay right as rows move.
+    }
+
+    /// Extends the row model and the map from `old` to the session now
+    /// shown, when the shown agent's family only had records appended
+    /// (`Appended::between`); false when they must be rebuilt.
+    fn extend_rows(&mut self, old: &Session) -> bool {
+        let Some(new) = self.session.clone() else {
+            return false;
+        };
+        if !self.incremental || old.id != new.id || self.rows.agent != self.agent {
+            return false;
+        }
+        let (Some(of), Some(nf)) = (old.agents.get(self.agent), new.agents.get(self.agent)) else {
+            return false;
+        };
+        let Some(grown) = Appended::between(&of.family, &nf.family) else {
+            return false;
+        };
+        if !self.rows.extend(&new, grown, &self.filter) {
+            return false;
+        }
+        self.map
+            .extend(old, &new, self.agent, grown, self.rows.mark);
+        true
     }
 
     fn rebuild_rows(&mut self) {

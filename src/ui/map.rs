@@ -58,6 +58,12 @@ pub fn col(x: usize, map_width: usize, cols: usize) -> usize {
 
 /// The rail of one track, `cols` cells wide.
 pub fn layout_track(map: &Map, t: &Track, cols: usize) -> Vec<Cell> {
+    layout_ticks(map, t, cols, false)
+}
+
+/// `layout_track`, trying every tick when `every_tick` (what the skip per
+/// column is tested against).
+fn layout_ticks(map: &Map, t: &Track, cols: usize, every_tick: bool) -> Vec<Cell> {
     let mut out = vec![BLANK; cols];
     if cols == 0 || t.own.is_empty() {
         return out;
@@ -100,10 +106,18 @@ pub fn layout_track(map: &Map, t: &Track, cols: usize) -> Vec<Cell> {
         set(&mut out, c(a.from_x), glyph, ink);
     }
     // Ticks after the marks: a `⚑N` label only over bare rail, so it
-    // never hides a send or a subagent.
+    // never hides a send or a subagent. Only the first tick of a column can
+    // show (it leaves the cell a tick or not rail): the rest are skipped by
+    // binary search (ticks are in x order), so a line of 100 000
+    // checkpoints costs a search per column, not a label each.
     let mut free_from = 0;
-    for k in &t.ticks {
+    let mut i = 0;
+    while let Some(k) = t.ticks.get(i) {
         let at = c(k.x);
+        i += match every_tick {
+            true => 1,
+            false => t.ticks[i..].partition_point(|k| c(k.x) <= at),
+        };
         let label: Vec<char> = format!("⚑{}", k.checkpoint).chars().collect();
         let fits = at >= free_from
             && at + label.len() <= ec
@@ -500,6 +514,39 @@ mod tests {
         // The fork sits under the α checkpoint the D-Mail went back to.
         assert_eq!(b.chars().position(|c| c == '┗'), Some(4));
         assert_eq!(a.chars().nth(4), Some('⚑'));
+    }
+
+    #[test]
+    fn dense_ticks_draw_as_if_each_were_tried() {
+        let mut m = two();
+        m.width = 100_000;
+        m.tracks[0].own = 0..50_000;
+        m.tracks[1].own = 50_000..100_000;
+        m.arcs[0].from_x = 30_000;
+        let mut seed = 7u64;
+        for t in &mut m.tracks {
+            t.ticks = (t.own.start..t.own.end)
+                .filter(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    seed.is_multiple_of(5)
+                })
+                .map(|x| Tick {
+                    x,
+                    checkpoint: x as i64 / 3,
+                })
+                .collect();
+        }
+        for cols in [12, 40, 64] {
+            for t in &m.tracks {
+                assert_eq!(
+                    glyphs(&layout_track(&m, t, cols)),
+                    glyphs(&layout_ticks(&m, t, cols, true)),
+                    "{cols} columns"
+                );
+            }
+        }
     }
 
     #[test]

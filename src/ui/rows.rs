@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 
 use crate::model::{CallKey, Marker, RecordMeta, Role};
-use crate::worldline::map::{Order, StepMark};
+use crate::worldline::map::{Appended, Order, StepMark};
 use crate::worldline::{Family, RecordRef, Session};
 
 use super::layout::{Lanes, Span};
@@ -70,10 +70,13 @@ pub fn is_bookkeeping(meta: &RecordMeta) -> bool {
         || matches!(meta.marker().as_deref(), Some(Marker::CheckpointNote(_)))
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RowModel {
     pub agent: usize,
     order: Order,
+    /// What opens a step in this agent (kept so a snapshot that only
+    /// appends reads only the new records).
+    pub mark: StepMark,
     pub total: usize,
     pub lanes: Lanes,
     /// First row of every step, sorted: each checkpoint a line wrote and
@@ -103,6 +106,7 @@ impl RowModel {
         let mut m = RowModel {
             agent,
             order,
+            mark: StepMark::of(family),
             total,
             lanes: Lanes::default(),
             steps: Vec::new(),
@@ -111,14 +115,29 @@ impl RowModel {
             tools: OnceCell::new(),
             marks: OnceCell::new(),
         };
-        let spans = family
+        m.lanes = Lanes::assign(m.spans(family));
+        for (i, line) in family.lines.iter().enumerate() {
+            let own = m.order.own(i);
+            if own.is_empty() {
+                continue;
+            }
+            m.steps.push(own.start);
+            m.push_steps(family, i, line.shared + 1..usize::MAX);
+        }
+        m.set_filter(family, filter);
+        m
+    }
+
+    /// Where each world line sits in row space (its fork row and own rows).
+    fn spans(&self, family: &Family) -> Vec<Span> {
+        family
             .lines
             .iter()
             .enumerate()
             .map(|(i, _)| {
-                let own = m.order.own(i);
-                let fork_row = family.fork_record(i).and_then(|o| m.row_of(o));
-                let origin = fork_row.and_then(|r| m.line_of(r));
+                let own = self.order.own(i);
+                let fork_row = family.fork_record(i).and_then(|o| self.row_of(o));
+                let origin = fork_row.and_then(|r| self.line_of(r));
                 Span {
                     fork_row,
                     origin,
@@ -126,29 +145,131 @@ impl RowModel {
                     end: own.end,
                 }
             })
-            .collect();
-        m.lanes = Lanes::assign(spans);
-        let step_mark = StepMark::of(family);
-        for (i, (line, file)) in family.lines.iter().zip(&family.files).enumerate() {
-            let own = m.order.own(i);
-            if own.is_empty() {
-                continue;
+            .collect()
+    }
+
+    /// The steps that records `records` of line `i` open (past its first
+    /// own record, which always starts one).
+    fn push_steps(&mut self, family: &Family, i: usize, records: Range<usize>) {
+        let Some(file) = family.files.get(i) else {
+            return;
+        };
+        let end = records.end.min(file.records.len());
+        for k in records.start..end {
+            if self.mark.opens(&file.records[k]) {
+                self.steps.extend(self.order.x_of(i, k));
             }
-            m.steps.push(own.start);
-            for (k, rec) in file.records.iter().enumerate().skip(line.shared + 1) {
-                if step_mark.opens(rec) {
-                    m.steps.extend(m.order.x_of(i, k));
+        }
+    }
+
+    /// Brings a model of the previous snapshot up to `session`, whose
+    /// family grew as `grown` (`Appended::between`): only the appended
+    /// records are read, and the model equals `build` on `session`. False
+    /// (the model untouched) when the appended records change what opens
+    /// a step: the caller rebuilds.
+    pub fn extend(&mut self, session: &Session, grown: Appended, filter: &Filter) -> bool {
+        let Some(family) = session.agents.get(self.agent).map(|a| &a.family) else {
+            return false;
+        };
+        let Some(line) = family.lines.get(grown.line) else {
+            return false;
+        };
+        if self.mark.after(family, grown) != self.mark || self.order.lines() != family.lines.len() {
+            return false;
+        }
+        let old_total = self.total;
+        let old_own = self.order.own(grown.line);
+        let old_steps = self.steps.len();
+        self.order = Order::of(family);
+        self.total = self.order.total;
+        self.lanes = Lanes::assign(self.spans(family));
+        let own = self.order.own(grown.line);
+        if old_own.is_empty() && !own.is_empty() {
+            self.steps.push(own.start);
+        }
+        let new = grown.own_range(family);
+        self.push_steps(family, grown.line, new.start.max(line.shared + 1)..new.end);
+        // Rows from the first one whose look may change: the old last step
+        // (it may have grown), or in a filtered list the old last row (no
+        // longer its line's last, which is always kept).
+        if self.step_view {
+            let from = match old_own.is_empty() {
+                true => old_steps,
+                false => self
+                    .steps
+                    .partition_point(|&s| s < old_total)
+                    .saturating_sub(1),
+            };
+            if let (Some(v), Some(&head)) = (self.visible.as_mut(), self.steps.get(from)) {
+                v.truncate(v.partition_point(|&r| (r as usize) < head));
+                let mut v = self.visible.take().unwrap_or_default();
+                self.push_visible_steps(family, filter, from, &mut v);
+                self.visible = Some(v);
+            }
+        } else if let Some(mut v) = self.visible.take() {
+            let from = if old_own.is_empty() {
+                old_total
+            } else {
+                old_own.end - 1
+            };
+            v.truncate(v.partition_point(|&r| (r as usize) < from));
+            self.push_filtered(family, filter, from..self.total, &mut v);
+            self.visible = Some(v);
+        }
+        if let Some(tools) = self.tools.get_mut() {
+            if let Some(file) = family.files.get(grown.line) {
+                count_tools(tools, &file.records[new.clone()]);
+            }
+        }
+        let added = self.new_marks(family, grown, old_total);
+        if let Some(marks) = self.marks.get_mut() {
+            // Rows before the old end kept their marks; new ones are after.
+            marks.extend(added);
+        }
+        true
+    }
+
+    /// Marks at rows from `old_total` on (see `marks`), sorted.
+    fn new_marks(&self, family: &Family, grown: Appended, old_total: usize) -> Vec<usize> {
+        if self.marks.get().is_none() {
+            return Vec::new();
+        }
+        let mut out: Vec<usize> = (1..family.lines.len())
+            .map(|l| self.line_rows(l))
+            .filter(|r| !r.is_empty() && r.start >= old_total)
+            .map(|r| r.start)
+            .collect();
+        out.extend(
+            family
+                .attempts
+                .iter()
+                .filter_map(|a| self.row_of(a.call))
+                .filter(|&r| r >= old_total),
+        );
+        if let Some(file) = family.files.get(grown.line) {
+            for i in grown.own_range(family) {
+                if matches!(
+                    file.records[i].marker().as_deref(),
+                    Some(Marker::DMailInjection(_))
+                ) {
+                    out.extend(self.row_of(RecordRef {
+                        agent: self.agent,
+                        line: grown.line,
+                        record: i,
+                    }));
                 }
             }
         }
-        m.set_filter(family, filter);
-        m
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 
     pub fn empty(agent: usize) -> RowModel {
         RowModel {
             agent,
             order: Order::default(),
+            mark: StepMark::Checkpoint,
             total: 0,
             lanes: Lanes::default(),
             steps: Vec::new(),
@@ -166,14 +287,7 @@ impl RowModel {
             let mut tools: Vec<(String, usize)> = Vec::new();
             for (li, file) in family.files.iter().enumerate() {
                 let skip = family.lines.get(li).map_or(0, |l| l.shared);
-                for rec in file.records.iter().skip(skip) {
-                    for c in &rec.tool_calls() {
-                        match tools.iter_mut().find(|(n, _)| n == c.name()) {
-                            Some((_, k)) => *k += 1,
-                            None => tools.push((c.name().to_string(), 1)),
-                        }
-                    }
-                }
+                count_tools(&mut tools, file.records.get(skip..).unwrap_or(&[]));
             }
             tools
         })
@@ -266,46 +380,66 @@ impl RowModel {
             self.visible = None;
             return;
         }
+        let mut visible = Vec::new();
         if self.step_view {
-            let mut visible = Vec::with_capacity(self.steps.len());
-            for &s in &self.steps {
-                visible.push(s as u32);
-                let open = self
-                    .record_of(s)
-                    .is_some_and(|r| filter.unfolded.contains(&r));
-                if !open {
-                    continue;
-                }
-                for row in self.step_rows(s).skip(1) {
-                    let shown = self
-                        .record_of(row)
-                        .and_then(|r| family.record(r))
-                        .is_some_and(|m| !is_bookkeeping(m));
-                    if shown {
-                        visible.push(row as u32);
-                    }
+            visible.reserve(self.steps.len());
+            self.push_visible_steps(family, filter, 0, &mut visible);
+        } else {
+            self.push_filtered(family, filter, 0..self.total, &mut visible);
+        }
+        self.visible = Some(visible);
+    }
+
+    /// The visible rows of steps `from..` (by index) in the step view: each
+    /// step's head, and an unfolded step's records but bookkeeping.
+    fn push_visible_steps(
+        &self,
+        family: &Family,
+        filter: &Filter,
+        from: usize,
+        visible: &mut Vec<u32>,
+    ) {
+        for &s in self.steps.get(from..).unwrap_or(&[]) {
+            visible.push(s as u32);
+            let open = self
+                .record_of(s)
+                .is_some_and(|r| filter.unfolded.contains(&r));
+            if !open {
+                continue;
+            }
+            for row in self.step_rows(s).skip(1) {
+                let shown = self
+                    .record_of(row)
+                    .and_then(|r| family.record(r))
+                    .is_some_and(|m| !is_bookkeeping(m));
+                if shown {
+                    visible.push(row as u32);
                 }
             }
-            self.visible = Some(visible);
-            return;
         }
+    }
+
+    /// The visible rows among `rows` under a role filter or the every-record
+    /// view.
+    fn push_filtered(
+        &self,
+        family: &Family,
+        filter: &Filter,
+        rows: Range<usize>,
+        visible: &mut Vec<u32>,
+    ) {
         // Fork points and each line's first and last rows keep the story
         // readable whatever the filter hides.
-        let mut keep_always = vec![false; self.total];
-        for r in self.fork_rows().collect::<Vec<_>>() {
-            if let Some(k) = keep_always.get_mut(r) {
-                *k = true;
-            }
-        }
+        let mut keep_always: Vec<usize> = self.fork_rows().collect();
         for line in 0..self.order.lines() {
             let rows = self.line_rows(line);
             if !rows.is_empty() {
-                keep_always[rows.start] = true;
-                keep_always[rows.end - 1] = true;
+                keep_always.push(rows.start);
+                keep_always.push(rows.end - 1);
             }
         }
-        let mut visible = Vec::new();
-        for (row, keep) in keep_always.iter().enumerate() {
+        keep_always.sort_unstable();
+        for row in rows {
             let Some(r) = self.record_of(row) else {
                 continue;
             };
@@ -314,12 +448,11 @@ impl RowModel {
             };
             // Kept rows that are bookkeeping would only be noise: the row
             // before them draws their lanes and forks.
-            let keep = *keep && !is_bookkeeping(meta);
+            let keep = keep_always.binary_search(&row).is_ok() && !is_bookkeeping(meta);
             if keep || is_dmail(meta) || matches(meta, family, r, filter) {
                 visible.push(row as u32);
             }
         }
-        self.visible = Some(visible);
     }
 
     /// Number of visible rows.
@@ -359,6 +492,18 @@ impl RowModel {
                 let here = v.get(i).map_or(0, |&r| r as usize);
                 let next = v.get(i + 1).map_or(self.total, |&r| r as usize);
                 next.saturating_sub(here + 1)
+            }
+        }
+    }
+}
+
+/// Counts the tool calls of `records` into `tools` (first-use order).
+fn count_tools(tools: &mut Vec<(String, usize)>, records: &[RecordMeta]) {
+    for rec in records {
+        for c in &rec.tool_calls() {
+            match tools.iter_mut().find(|(n, _)| n == c.name()) {
+                Some((_, k)) => *k += 1,
+                None => tools.push((c.name().to_string(), 1)),
             }
         }
     }

@@ -44,6 +44,24 @@ impl StepMark {
         }
     }
 
+    /// The mark once `new` has the records `grown` added to `old`'s (whose
+    /// mark is `self`): records are only ever appended, so only they are
+    /// read.
+    pub fn after(self, new: &Family, grown: Appended) -> StepMark {
+        match self {
+            StepMark::Checkpoint => StepMark::Checkpoint,
+            StepMark::Prompt
+                if grown
+                    .records(new)
+                    .iter()
+                    .any(|r| *r.role() == Role::Checkpoint) =>
+            {
+                StepMark::Checkpoint
+            }
+            StepMark::Prompt => StepMark::Prompt,
+        }
+    }
+
     pub fn opens(self, rec: &RecordMeta) -> bool {
         match self {
             StepMark::Checkpoint => *rec.role() == Role::Checkpoint,
@@ -54,6 +72,89 @@ impl StepMark {
                 Some(m) => *m == Marker::Compaction,
             },
         }
+    }
+}
+
+/// How one agent's family grew from one snapshot to the next, when it only
+/// grew: records appended to one world line after which no line has
+/// records of its own, so no x before the old end moves. Everything a new
+/// world line, a rotation, a truncation or a changed fork touches is not
+/// this, and is rebuilt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    /// The world line that grew (the last one when none did).
+    pub line: usize,
+    /// Its file's record count before.
+    pub from: usize,
+}
+
+impl Appended {
+    /// `Some` when `new` is `old` with records appended as above (or
+    /// unchanged). Records are compared by count and the last old record:
+    /// a file's record list only ever grows (`read::Records`), and a
+    /// rewritten file is a different list.
+    pub fn between(old: &Family, new: &Family) -> Option<Appended> {
+        let n = old.lines.len();
+        if n == 0
+            || old.agent != new.agent
+            || new.lines.len() != n
+            || old.files.len() != n
+            || new.files.len() != n
+        {
+            return None;
+        }
+        let mut grown = None;
+        for (i, ((ol, nl), (of, nf))) in old
+            .lines
+            .iter()
+            .zip(&new.lines)
+            .zip(old.files.iter().zip(&new.files))
+            .enumerate()
+        {
+            let same_line = ol.file == nl.file
+                && ol.branch == nl.branch
+                && ol.parent == nl.parent
+                && ol.fork == nl.fork
+                && ol.shared == nl.shared
+                && ol.current == nl.current
+                && of.name == nf.name
+                && of.path == nf.path;
+            let (a, b) = (of.records.len(), nf.records.len());
+            if !same_line || b < a || a > 0 && of.records[a - 1] != nf.records[a - 1] {
+                return None;
+            }
+            if b > a {
+                if grown.is_some() {
+                    return None;
+                }
+                grown = Some(Appended { line: i, from: a });
+            }
+        }
+        let Some(g) = grown else {
+            return Some(Appended {
+                line: n - 1,
+                from: old.files[n - 1].records.len(),
+            });
+        };
+        // Later lines with records of their own would move.
+        let later_own = (g.line + 1..n).any(|j| old.files[j].records.len() > old.lines[j].shared);
+        (!later_own).then_some(g)
+    }
+
+    /// The appended records, as `new` holds them.
+    pub fn records(self, new: &Family) -> &[RecordMeta] {
+        new.files
+            .get(self.line)
+            .and_then(|f| f.records.get(self.from..))
+            .unwrap_or(&[])
+    }
+
+    /// Record positions (in the grown file) that are new and the line's
+    /// own: appended ones past its shared prefix.
+    pub fn own_range(self, new: &Family) -> Range<usize> {
+        let shared = new.lines.get(self.line).map_or(0, |l| l.shared);
+        let end = new.files.get(self.line).map_or(0, |f| f.records.len());
+        self.from.max(shared).min(end)..end
     }
 }
 
@@ -296,6 +397,18 @@ impl Map {
         };
         let order = Order::of(&main.family);
         let mut map = Map::of_family(&main.family, &order);
+        map.session_parts(s, &order, None);
+        map
+    }
+
+    /// Subagents, forks and where the session came from: what only the
+    /// main agent's map shows. With `prev` (the session `self` was made
+    /// for, and the map it had), what did not change is kept.
+    fn session_parts(&mut self, s: &Session, order: &Order, prev: Option<(&Session, &Map)>) {
+        let Some(main) = s.agents.first() else {
+            return;
+        };
+        self.subagents.clear();
         for (k, a) in s.agents.iter().enumerate().skip(1) {
             let Some(call) = a.parent_call else { continue };
             let Some(x) = order.x_of(call.line, call.record) else {
@@ -306,29 +419,43 @@ impl Map {
                 Some(t) => format!("{} ({})", meta.agent_id, t),
                 None => meta.agent_id.clone(),
             };
-            map.subagents.push(SubTrack {
+            // A subagent whose records did not change keeps its count.
+            let kept = prev.and_then(|(ps, pm)| {
+                let old = ps.agents.get(k)?;
+                same_records(&old.family, &a.family).then_some(())?;
+                pm.subagents.iter().find(|t| t.agent == k).map(|t| t.steps)
+            });
+            self.subagents.push(SubTrack {
                 agent: k,
                 label: sanitize_line(&label, 40),
                 host_line: call.line,
                 x,
                 world_lines: a.family.lines.len(),
-                steps: a.family.files.last().map_or(0, |f| {
-                    let mark = StepMark::of(&a.family);
-                    f.records.iter().filter(|r| mark.opens(r)).count()
+                steps: kept.unwrap_or_else(|| {
+                    a.family.files.last().map_or(0, |f| {
+                        let mark = StepMark::of(&a.family);
+                        f.records.iter().filter(|r| mark.opens(r)).count()
+                    })
                 }),
             });
         }
-        map.forks = s
+        self.forks = s
             .forks
             .iter()
             .enumerate()
-            .map(|(k, link)| fork_track(s, &main.family, &order, k, link))
+            .map(|(k, link)| {
+                let kept = prev.and_then(|(ps, pm)| {
+                    let same =
+                        ps.forks.get(k) == Some(link) && ps.fork_point(link) == s.fork_point(link);
+                    same.then(|| pm.forks.get(k).cloned()).flatten()
+                });
+                kept.unwrap_or_else(|| fork_track(s, &main.family, order, k, link))
+            })
             .collect();
-        map.came_from = came_from(s);
-        if let (Some(from), Some(first)) = (&map.came_from, map.tracks.first_mut()) {
+        self.came_from = came_from(s);
+        if let (Some(from), Some(first)) = (&self.came_from, self.tracks.first_mut()) {
             first.reason = format!("⑂ {from}");
         }
-        map
     }
 
     /// One agent's map (no subagents).
@@ -337,22 +464,17 @@ impl Map {
         let step_mark = StepMark::of(family);
         for (i, (line, file)) in family.lines.iter().zip(&family.files).enumerate() {
             let own = order.own(i);
-            let ticks = file
-                .records
-                .iter()
-                .enumerate()
-                .skip(line.shared)
-                .filter_map(|(r, rec)| {
-                    Some(Tick {
-                        x: order.x_of(i, r)?,
-                        checkpoint: rec.checkpoint()?,
-                    })
-                })
-                .collect();
+            let mut ticks = Vec::new();
+            push_ticks(
+                &mut ticks,
+                family,
+                order,
+                i,
+                line.shared..file.records.len(),
+            );
             let fork_x = family
                 .fork_record(i)
                 .and_then(|o| order.x_of(o.line, o.record));
-            let total = file.records.len().max(1);
             tracks.push(Track {
                 line: i,
                 name: line_name(i),
@@ -370,7 +492,7 @@ impl Map {
                     .and_then(|f| f.checkpoint),
                 steps: file.records.iter().filter(|r| step_mark.opens(r)).count(),
                 tokens: file.records.iter().rev().find_map(|r| r.tokens()),
-                new_permille: ((own.len() * 1000 / total).min(1000)) as u16,
+                new_permille: permille(own.len(), file.records.len()),
                 own,
                 ticks,
             });
@@ -389,42 +511,25 @@ impl Map {
                 _ => TrackState::Abandoned,
             };
         }
-        let arcs = arcs(family, order);
+        let arcs: Vec<DMailArc> = family
+            .attempts
+            .iter()
+            .filter_map(|a| arc_of(family, order, a))
+            .collect();
         for (i, t) in tracks.iter_mut().enumerate() {
             t.reason = reason(family, i, &arcs);
         }
-        let mut marks: Vec<Mark> = tracks
-            .iter()
-            .filter_map(|t| {
-                let kind = match t.kind? {
-                    ForkKind::Compaction => MarkKind::Compaction,
-                    ForkKind::Clear => MarkKind::Clear,
-                    _ => return None,
-                };
-                Some(Mark {
-                    line: t.line,
-                    x: t.fork_x.unwrap_or(t.own.start),
-                    kind,
-                })
-            })
-            .collect();
+        let mut marks = line_marks(&tracks);
         // A compaction inside a world line (Kimi Code's: no new world line)
         // is marked where its record is.
         for (i, (line, file)) in family.lines.iter().zip(&family.files).enumerate() {
-            let starts_line = line.fork.as_ref().map(|f| f.kind) == Some(ForkKind::Compaction);
-            for (r, rec) in file.records.iter().enumerate().skip(line.shared) {
-                let compaction = matches!(rec.marker().as_deref(), Some(Marker::Compaction));
-                if !compaction || (starts_line && r == line.shared) {
-                    continue;
-                }
-                if let Some(x) = order.x_of(i, r) {
-                    marks.push(Mark {
-                        line: i,
-                        x,
-                        kind: MarkKind::Compaction,
-                    });
-                }
-            }
+            push_compactions(
+                &mut marks,
+                family,
+                order,
+                i,
+                line.shared..file.records.len(),
+            );
         }
         Map {
             tracks,
@@ -434,6 +539,80 @@ impl Map {
             forks: Vec::new(),
             came_from: None,
             width: order.total,
+        }
+    }
+
+    /// Brings the map of agent `agent` of `old` (what `self` was built
+    /// from) up to `new`, where that agent's family grew as `grown` (see
+    /// [`Appended::between`]) and opens steps by `mark` (as before): the
+    /// appended records are read, and the D-Mails, subagents and forks that
+    /// changed; the result equals building `new`'s map from scratch.
+    pub fn extend(
+        &mut self,
+        old: &Session,
+        new: &Session,
+        agent: usize,
+        grown: Appended,
+        mark: StepMark,
+    ) {
+        let (Some(of), Some(nf)) = (
+            old.agents.get(agent).map(|a| &a.family),
+            new.agents.get(agent).map(|a| &a.family),
+        ) else {
+            return;
+        };
+        let old_order = Order::of(of);
+        let order = Order::of(nf);
+        for (i, t) in self.tracks.iter_mut().enumerate() {
+            t.own = order.own(i);
+        }
+        let added = grown.records(nf);
+        if let (Some(t), Some(file)) = (self.tracks.get_mut(grown.line), nf.files.get(grown.line)) {
+            push_ticks(&mut t.ticks, nf, &order, grown.line, grown.own_range(nf));
+            t.steps += added.iter().filter(|r| mark.opens(r)).count();
+            t.tokens = added.iter().rev().find_map(|r| r.tokens()).or(t.tokens);
+            t.new_permille = permille(t.own.len(), file.records.len());
+        }
+        // An unchanged D-Mail keeps its arc: its call and target are
+        // records that did not move.
+        let mut old_arcs = self.arcs.drain(..);
+        let kept: Vec<Option<DMailArc>> = of
+            .attempts
+            .iter()
+            .map(|a| {
+                has_arc(of, &old_order, a)
+                    .then(|| old_arcs.next())
+                    .flatten()
+            })
+            .collect();
+        drop(old_arcs);
+        self.arcs = nf
+            .attempts
+            .iter()
+            .enumerate()
+            .filter_map(|(k, a)| match kept.get(k) {
+                Some(Some(arc)) if of.attempts.get(k) == Some(a) => Some(arc.clone()),
+                _ => arc_of(nf, &order, a),
+            })
+            .collect();
+        for (i, t) in self.tracks.iter_mut().enumerate() {
+            t.reason = reason(nf, i, &self.arcs);
+        }
+        // The lines' own marks first (their x may be a line's start, which
+        // moves for an empty line), then the compactions inside lines.
+        let mut marks = line_marks(&self.tracks);
+        let inline = marks.len().min(self.marks.len());
+        marks.extend_from_slice(&self.marks[inline..]);
+        push_compactions(&mut marks, nf, &order, grown.line, grown.own_range(nf));
+        self.marks = marks;
+        self.width = order.total;
+        if agent == 0 {
+            let prev = Map {
+                subagents: std::mem::take(&mut self.subagents),
+                forks: std::mem::take(&mut self.forks),
+                ..Map::default()
+            };
+            self.session_parts(new, &order, Some((old, &prev)));
         }
     }
 
@@ -477,6 +656,92 @@ impl Map {
             Some(ForkKind::Unknown) => format!("{}: left {from}, reason unknown · {pct}", t.name),
         }
     }
+}
+
+/// Per mille of a line's `total` records that are its own.
+fn permille(own: usize, total: usize) -> u16 {
+    ((own * 1000 / total.max(1)).min(1000)) as u16
+}
+
+/// The checkpoints line `i` wrote among `records`.
+fn push_ticks(
+    out: &mut Vec<Tick>,
+    family: &Family,
+    order: &Order,
+    i: usize,
+    records: Range<usize>,
+) {
+    let Some(file) = family.files.get(i) else {
+        return;
+    };
+    for r in records {
+        let Some(rec) = file.records.get(r) else {
+            break;
+        };
+        if let (Some(x), Some(checkpoint)) = (order.x_of(i, r), rec.checkpoint()) {
+            out.push(Tick { x, checkpoint });
+        }
+    }
+}
+
+/// Compactions and `/clear`s that started a world line.
+fn line_marks(tracks: &[Track]) -> Vec<Mark> {
+    tracks
+        .iter()
+        .filter_map(|t| {
+            let kind = match t.kind? {
+                ForkKind::Compaction => MarkKind::Compaction,
+                ForkKind::Clear => MarkKind::Clear,
+                _ => return None,
+            };
+            Some(Mark {
+                line: t.line,
+                x: t.fork_x.unwrap_or(t.own.start),
+                kind,
+            })
+        })
+        .collect()
+}
+
+/// Compactions inside line `i` among `records` (not the one that starts
+/// a compacted line).
+fn push_compactions(
+    out: &mut Vec<Mark>,
+    family: &Family,
+    order: &Order,
+    i: usize,
+    records: Range<usize>,
+) {
+    let (Some(line), Some(file)) = (family.lines.get(i), family.files.get(i)) else {
+        return;
+    };
+    let starts_line = line.fork.as_ref().map(|f| f.kind) == Some(ForkKind::Compaction);
+    for r in records {
+        let Some(rec) = file.records.get(r) else {
+            break;
+        };
+        let compaction = matches!(rec.marker().as_deref(), Some(Marker::Compaction));
+        if !compaction || (starts_line && r == line.shared) {
+            continue;
+        }
+        if let Some(x) = order.x_of(i, r) {
+            out.push(Mark {
+                line: i,
+                x,
+                kind: MarkKind::Compaction,
+            });
+        }
+    }
+}
+
+/// Same files with the same record counts (records only grow).
+fn same_records(a: &Family, b: &Family) -> bool {
+    a.files.len() == b.files.len()
+        && a.lines.len() == b.lines.len()
+        && a.files
+            .iter()
+            .zip(&b.files)
+            .all(|(x, y)| x.name == y.name && x.records.len() == y.records.len())
 }
 
 /// Where fork `k` leaves the main agent's map.
@@ -554,43 +819,41 @@ pub fn came_from(s: &Session) -> Option<String> {
     Some(format!("/{} of {name}{at}", link.kind.as_str()))
 }
 
-/// Every SendDMail call of the family as an arc.
-fn arcs(family: &Family, order: &Order) -> Vec<DMailArc> {
-    let mut out = Vec::with_capacity(family.attempts.len());
-    for a in &family.attempts {
-        let RecordRef { line, record, .. } = a.call;
-        let Some(from_x) = order.x_of(line, record) else {
-            continue;
-        };
-        let Some(file) = family.files.get(line) else {
-            continue;
-        };
-        let before = &file.records[..record.min(file.records.len())];
-        let from_checkpoint = before.iter().rev().find_map(|r| r.checkpoint());
-        // The target on the sender's own path: its last checkpoint with that id.
-        let to_x = before
-            .iter()
-            .rposition(|r| *r.role() == Role::Checkpoint && r.checkpoint() == Some(a.checkpoint_id))
-            .and_then(|r| owner_of(family, order, line, r));
-        let outcome = match (a.caused, a.accepted) {
-            (Some(k), _) => Outcome::Landed(k),
-            (None, Some(false)) => Outcome::Refused(sanitize_line(
-                a.error.as_deref().unwrap_or("refused"),
-                MESSAGE_COLS,
-            )),
-            (None, _) => Outcome::Pending,
-        };
-        out.push(DMailArc {
-            from_line: line,
-            from_x,
-            from_checkpoint,
-            checkpoint: a.checkpoint_id,
-            to_x,
-            outcome,
-            message: sanitize_line(&a.message, MESSAGE_COLS),
-        });
-    }
-    out
+/// Does attempt `a` get an arc (its call has an x)?
+fn has_arc(family: &Family, order: &Order, a: &super::DMailAttempt) -> bool {
+    let RecordRef { line, record, .. } = a.call;
+    order.x_of(line, record).is_some() && family.files.get(line).is_some()
+}
+
+/// A SendDMail call as an arc.
+fn arc_of(family: &Family, order: &Order, a: &super::DMailAttempt) -> Option<DMailArc> {
+    let RecordRef { line, record, .. } = a.call;
+    let from_x = order.x_of(line, record)?;
+    let file = family.files.get(line)?;
+    let before = &file.records[..record.min(file.records.len())];
+    let from_checkpoint = before.iter().rev().find_map(|r| r.checkpoint());
+    // The target on the sender's own path: its last checkpoint with that id.
+    let to_x = before
+        .iter()
+        .rposition(|r| *r.role() == Role::Checkpoint && r.checkpoint() == Some(a.checkpoint_id))
+        .and_then(|r| owner_of(family, order, line, r));
+    let outcome = match (a.caused, a.accepted) {
+        (Some(k), _) => Outcome::Landed(k),
+        (None, Some(false)) => Outcome::Refused(sanitize_line(
+            a.error.as_deref().unwrap_or("refused"),
+            MESSAGE_COLS,
+        )),
+        (None, _) => Outcome::Pending,
+    };
+    Some(DMailArc {
+        from_line: line,
+        from_x,
+        from_checkpoint,
+        checkpoint: a.checkpoint_id,
+        to_x,
+        outcome,
+        message: sanitize_line(&a.message, MESSAGE_COLS),
+    })
 }
 
 /// x of record `record` of world line `line`: shared records belong to the
