@@ -28,6 +28,11 @@ impl CallKey {
             std::sync::OnceLock::new();
         CallKey(KEY.get_or_init(Default::default).hash_one(id))
     }
+
+    /// The key's 64 bits (the wire log's table stores them).
+    pub fn bits(self) -> u64 {
+        self.0
+    }
 }
 
 /// Tools whose call ids are shown or exported (D-Mail attempts, a

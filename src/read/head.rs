@@ -2,6 +2,9 @@
 //! arguments) are skipped as raw JSON and looked into only when they may
 //! carry a marker the graph interprets, so indexing never builds whole bodies.
 
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -264,22 +267,26 @@ fn window(content: &[u8]) -> &[u8] {
     &content[..content.len().min(MARKER_WINDOW)]
 }
 
+/// The words a marker's text holds, looked for in every content window:
+/// finders built once (building one costs more than a search of 1 KiB).
+static CHECKPOINT_WORD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"CHECKPOINT "));
+static DMAIL_INJECTION_WORDS: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"D-Mail from your future self"));
+static COMPACTION_WORDS: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"Previous context has been compacted"));
+static DMAIL_WORD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"D-Mail"));
+static AGENT_ID_WORD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"agent_id: "));
+
 fn worth_parsing(role: &Role, head: &[u8]) -> bool {
+    let has = |f: &Finder| f.find(head).is_some();
     match role {
         Role::User => {
-            memchr::memmem::find(head, b"CHECKPOINT ").is_some()
-                || memchr::memmem::find(head, b"D-Mail from your future self").is_some()
-                || memchr::memmem::find(head, b"Previous context has been compacted").is_some()
+            has(&CHECKPOINT_WORD) || has(&DMAIL_INJECTION_WORDS) || has(&COMPACTION_WORDS)
         }
-        Role::Tool => {
-            memchr::memmem::find(head, b"D-Mail").is_some()
-                || memchr::memmem::find(head, b"agent_id: ").is_some()
-        }
+        Role::Tool => has(&DMAIL_WORD) || has(&AGENT_ID_WORD),
         // kimi-cli 0.35–0.5x writes the compaction summary as an assistant
         // message.
-        Role::Assistant => {
-            memchr::memmem::find(head, b"Previous context has been compacted").is_some()
-        }
+        Role::Assistant => has(&COMPACTION_WORDS),
         _ => false,
     }
 }

@@ -309,7 +309,7 @@ impl Indexer {
     }
 }
 
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 256 << 10;
 /// Files at least this big are split at line boundaries and indexed on
 /// several threads; smaller ones aren't worth a thread.
 pub(crate) const PARALLEL_MIN: u64 = 32 << 20;
@@ -317,16 +317,128 @@ pub(crate) const PARALLEL_MIN: u64 = 32 << 20;
 /// Indexes a whole file (as long as it is when opened). `name` is how
 /// warnings and exports call it.
 pub fn index_file(path: &Path, name: &str) -> Result<FileIndex> {
-    let guard::Guarded { file, len } = guard::open_regular(path).map_err(|e| match e {
+    let guard::Guarded { file, len } = open_indexed(path)?;
+    let mut ix = index_prefix(&file, path, name, len)?;
+    ix.finish();
+    Ok(ix.into_index())
+}
+
+fn open_indexed(path: &Path) -> Result<guard::Guarded> {
+    guard::open_regular(path).map_err(|e| match e {
         guard::GuardError::NotFound => Error::NotFound {
             path: path.to_owned(),
         },
         guard::GuardError::Io(e) => Error::io(path, e),
         other => Error::Other(format!("{}: {other}", path.display())),
-    })?;
-    let mut ix = index_prefix(&file, path, name, len)?;
+    })
+}
+
+/// [`index_file`] for a file that may start with a byte-identical copy of
+/// `parent`'s start, as a kimi-cli rotation writes one (the context up to
+/// the checkpoint it went back to): the copy is found by comparing bytes,
+/// and the parent's records and warnings for the lines wholly inside it are
+/// taken as they are (same bytes, same offsets and line numbers, so the
+/// same records); indexing starts at the first line that differs. The
+/// result equals `index_file`'s. Records a rotation respelled are past the
+/// first difference, so they are indexed (the graph still finds them shared
+/// by their canonical hashes).
+pub fn index_file_after(path: &Path, name: &str, parent: &FileIndex) -> Result<FileIndex> {
+    let guard::Guarded { file, len } = open_indexed(path)?;
+    let seed = match reuse_prefix(&file, len, name, path, parent) {
+        Some(seed) => seed,
+        None => Indexer::new(name, path),
+    };
+    let mut ix = index_from(&file, path, seed, len)?;
     ix.finish();
     Ok(ix.into_index())
+}
+
+/// An indexer holding `parent`'s records for the lines `file` shares with
+/// it byte for byte, positioned at the first line it doesn't; `None` when
+/// nothing can be taken (no shared line, the parent unreadable or changed
+/// on disk since it was indexed, or warnings it only counted).
+fn reuse_prefix(
+    file: &File,
+    len: u64,
+    name: &str,
+    path: &Path,
+    parent: &FileIndex,
+) -> Option<Indexer> {
+    if parent.dropped_warnings > 0 || parent.records.is_empty() {
+        return None;
+    }
+    let theirs = guard::open_regular(&parent.path).ok()?;
+    let (end, lines) = identical_lines(file, &theirs.file, len.min(parent.bytes).min(theirs.len))?;
+    let keep = parent.records.partition_point(|r| r.offset() < end);
+    let last = parent.records[..keep].last()?;
+    // The parent's file may have changed since it was indexed: its last
+    // taken record must still be the line it was.
+    let line = load_line(&parent.path, last).ok()?;
+    if canonical_hash(&line) != last.hash() {
+        return None;
+    }
+    let mut ix = Indexer::new(name, path);
+    let rest = usize::try_from(len - end).unwrap_or(0);
+    // Room for the rest at the parent's bytes a record.
+    let per = (parent.bytes / parent.records.len() as u64).max(1) as usize;
+    ix.index
+        .records
+        .reserve_exact(keep + rest / per + rest / per / 16);
+    ix.index
+        .records
+        .extend(parent.records[..keep].iter().cloned());
+    for w in parent.warnings.iter().filter(|w| w.line <= lines) {
+        ix.index.add_warning(Warning {
+            file: name.to_string(),
+            ..w.clone()
+        });
+    }
+    ix.index.bytes = end;
+    ix.line_no = lines;
+    Some(ix)
+}
+
+/// The length of the equal run at the start of two slices of one length:
+/// compared a block at a time (`memcmp`), bytes only in the block that differs.
+fn same_run(x: &[u8], y: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
+    let mut at = 0;
+    for (p, q) in x.chunks(BLOCK).zip(y.chunks(BLOCK)) {
+        if p != q {
+            return at + p.iter().zip(q).position(|(a, b)| a != b).unwrap_or(p.len());
+        }
+        at += p.len();
+    }
+    at
+}
+
+/// How far two files are byte-identical from the start, in whole lines:
+/// the offset just past the last newline before the first difference (or
+/// `max`), and the number of lines up to it. `None` on a read error.
+fn identical_lines(a: &File, b: &File, max: u64) -> Option<(u64, u64)> {
+    use std::os::unix::fs::FileExt;
+    let mut x = vec![0u8; CHUNK];
+    let mut y = vec![0u8; CHUNK];
+    let (mut at, mut end, mut lines) = (0u64, 0u64, 0u64);
+    while at < max {
+        let want = usize::try_from(max - at).map_or(CHUNK, |n| n.min(CHUNK));
+        let n = a.read_at(&mut x[..want], at).ok()?;
+        let m = b.read_at(&mut y[..n], at).ok()?;
+        if n == 0 || m == 0 {
+            break;
+        }
+        let same = same_run(&x[..m], &y[..m]);
+        let run = &x[..same];
+        if let Some(last) = memchr::memrchr(b'\n', run) {
+            lines += memchr::memchr_iter(b'\n', run).count() as u64;
+            end = at + last as u64 + 1;
+        }
+        if same < n {
+            break;
+        }
+        at += n as u64;
+    }
+    Some((end, lines))
 }
 
 /// Indexes the first `len` bytes of an open file, on several threads when
@@ -334,46 +446,63 @@ pub fn index_file(path: &Path, name: &str) -> Result<FileIndex> {
 /// [`Indexer::push`] would: a whole file's first read, or a follower's
 /// (`Tail`), which goes on from `len` with the same indexer.
 pub fn index_prefix(file: &File, path: &Path, name: &str, len: u64) -> Result<Indexer> {
+    index_from(file, path, Indexer::new(name, path), len)
+}
+
+/// Goes on with `seed` (which has read the file up to a line start) to
+/// `len`, on several threads when the rest is big.
+fn index_from(file: &File, path: &Path, seed: Indexer, len: u64) -> Result<Indexer> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    if len < PARALLEL_MIN || threads < 2 {
-        return index_range(file, path, name, 0, len);
+    let from = seed.index.bytes;
+    let span = len.saturating_sub(from);
+    if span < PARALLEL_MIN || threads < 2 {
+        return index_range(seed, file, path, from, len);
     }
-    let mut bounds = vec![0];
+    let mut bounds = vec![from];
     for k in 1..threads as u64 {
-        let at = next_line_start(file, path, k * len / threads as u64, len)?;
-        if at > *bounds.last().unwrap_or(&0) && at < len {
+        let at = next_line_start(file, path, from + k * span / threads as u64, len)?;
+        if at > *bounds.last().unwrap_or(&from) && at < len {
             bounds.push(at);
         }
     }
     bounds.push(len);
-    let parts: Vec<Result<Indexer>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = bounds
+    let name = seed.index.name.clone();
+    let failed = || Error::Other(format!("{}: indexing thread failed", path.display()));
+    // The first piece goes on in the seed itself (its records grow in
+    // place); the others are indexed on their own and moved after it.
+    let (first, parts): (Result<Indexer>, Vec<Result<Indexer>>) = std::thread::scope(|scope| {
+        let name = name.as_str();
+        let handles: Vec<_> = bounds[1..]
             .windows(2)
             .map(|w| {
                 let (start, end) = (w[0], w[1]);
-                scope.spawn(move || index_range(file, path, name, start, end))
+                scope.spawn(move || index_range(Indexer::new(name, path), file, path, start, end))
             })
             .collect();
-        handles
+        let first = index_range(seed, file, path, from, bounds[1]);
+        let parts = handles
             .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(Error::Other(format!(
-                        "{}: indexing thread failed",
-                        path.display()
-                    )))
-                })
-            })
-            .collect()
+            .map(|h| h.join().unwrap_or_else(|_| Err(failed())))
+            .collect();
+        (first, parts)
     });
-    let mut merged = Indexer::new(name, path);
+    let mut merged = first?;
     // One allocation of the final size: growing by doubling would hold up to
     // three copies of the index at the peak.
     // A sixteenth more (allocated, untouched) lets a live follower append a
     // while before its first move to a bigger buffer.
-    let total: usize = parts.iter().flatten().map(|p| p.index.records.len()).sum();
-    merged.index.records.reserve_exact(total + total / 16);
-    for (part, &start) in parts.into_iter().zip(&bounds) {
+    let have = merged.index.records.len();
+    let total = have
+        + parts
+            .iter()
+            .flatten()
+            .map(|p| p.index.records.len())
+            .sum::<usize>();
+    merged
+        .index
+        .records
+        .reserve_exact(total + total / 16 - have);
+    for (part, &start) in parts.into_iter().zip(&bounds[1..]) {
         merged.append(part?, start);
     }
     Ok(merged)
@@ -398,11 +527,12 @@ fn next_line_start(file: &File, path: &Path, mut from: u64, len: u64) -> Result<
     Ok(len)
 }
 
-/// Indexes bytes `start..end` of a file; a last line without its newline
-/// stays pending for the caller to finish.
-fn index_range(file: &File, path: &Path, name: &str, start: u64, end: u64) -> Result<Indexer> {
+/// Feeds bytes `start..end` of a file to `ix` (offsets in it count from
+/// where `ix` stands: `start` for a seed that read the file so far, 0 for a
+/// piece to be appended); a last line without its newline stays pending
+/// for the caller to finish.
+fn index_range(mut ix: Indexer, file: &File, path: &Path, start: u64, end: u64) -> Result<Indexer> {
     use std::os::unix::fs::FileExt;
-    let mut ix = Indexer::new(name, path);
     let mut buf = vec![0u8; CHUNK];
     let mut at = start;
     while at < end {
@@ -520,6 +650,126 @@ mod tests {
         assert_eq!(ix.records.len(), 1);
         let lines: Vec<u64> = ix.warnings.iter().map(|w| w.line).collect();
         assert_eq!(lines, vec![2, 3, 4]);
+    }
+
+    /// A parent file and a child made from it by `edit`: the child indexed
+    /// after its parent equals it indexed alone; returns how many of the
+    /// parent's records were taken as they were.
+    fn reuse_case(parent: &[u8], child: &[u8]) -> usize {
+        let dir = tempfile::tempdir().unwrap();
+        let (pp, cp) = (
+            dir.path().join("context_1.jsonl"),
+            dir.path().join("context.jsonl"),
+        );
+        std::fs::write(&pp, parent).unwrap();
+        std::fs::write(&cp, child).unwrap();
+        let p = index_file(&pp, "context_1.jsonl").unwrap();
+        let alone = index_file(&cp, "context.jsonl").unwrap();
+        assert_eq!(index_file_after(&cp, "context.jsonl", &p).unwrap(), alone);
+        let g = guard::open_regular(&cp).unwrap();
+        reuse_prefix(&g.file, g.len, "context.jsonl", &cp, &p)
+            .map_or(0, |ix| ix.index.records.len())
+    }
+
+    fn family_lines(n: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        for i in 0..n {
+            let line = match i % 6 {
+                0 => format!("{{\"role\": \"_checkpoint\", \"id\": {}}}\n", i / 6),
+                1 => format!("{{\"role\": \"user\", \"content\": \"<system>CHECKPOINT {}</system>\"}}\n", i / 6),
+                2 => "not json\n".to_string(),
+                3 => "\r\n".to_string(),
+                4 => format!("{{\"role\":\"assistant\",\"content\":\"a{i}\",\"tool_calls\":[{{\"type\":\"function\",\"id\":\"c{i}\",\"function\":{{\"name\":\"Shell\",\"arguments\":\"{{}}\"}}}}]}}\r\n"),
+                _ => format!("{{\"role\": \"tool\", \"content\": \"out\", \"tool_call_id\": \"c{}\"}}\n", i - 1),
+            };
+            out.extend_from_slice(line.as_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn an_identical_copy_takes_every_record_but_an_unfinished_last_line() {
+        let parent = family_lines(60);
+        let records = index_bytes(&[&parent]).records.len();
+        assert_eq!(reuse_case(&parent, &parent), records);
+        let mut open = parent.clone();
+        open.extend_from_slice(b"{\"role\": \"user\", \"content\": \"x\"}");
+        // The parent's last line has no newline: the child may go on with it.
+        let mut child = open.clone();
+        child.extend_from_slice(b"yz\n");
+        assert_eq!(reuse_case(&open, &child), records);
+    }
+
+    #[test]
+    fn a_longer_copy_is_indexed_on_from_its_parents_end() {
+        let parent = family_lines(60);
+        let child = family_lines(200);
+        assert_eq!(
+            reuse_case(&parent, &child),
+            index_bytes(&[&parent]).records.len()
+        );
+        assert_eq!(reuse_case(&[], &child), 0);
+    }
+
+    #[test]
+    fn a_truncated_copy_takes_its_whole_lines_only() {
+        let parent = family_lines(120);
+        let cut = parent.len() / 2;
+        let child = &parent[..cut];
+        let whole = &child[..=memchr::memrchr(b'\n', child).unwrap()];
+        assert_eq!(
+            reuse_case(&parent, child),
+            index_bytes(&[whole]).records.len()
+        );
+        assert_eq!(
+            reuse_case(child, &parent),
+            index_bytes(&[whole]).records.len()
+        );
+    }
+
+    /// A record respelled in the copy (kimi-cli writes other spacing or key
+    /// order) ends what is taken; it and the rest are indexed.
+    #[test]
+    fn a_respelled_record_ends_the_reused_prefix() {
+        let parent = family_lines(60);
+        let text = String::from_utf8(parent.clone()).unwrap();
+        let child = text.replacen(
+            "{\"role\": \"user\", \"content\": \"<system>CHECKPOINT 3</system>\"}",
+            "{\"content\":\"<system>CHECKPOINT 3</system>\",\"role\":\"user\"}",
+            1,
+        );
+        assert_ne!(child.as_bytes(), &parent[..]);
+        let before = &text[..text
+            .find("{\"role\": \"user\", \"content\": \"<system>CHECKPOINT 3")
+            .unwrap()];
+        assert_eq!(
+            reuse_case(&parent, child.as_bytes()),
+            index_bytes(&[before.as_bytes()]).records.len()
+        );
+    }
+
+    /// A parent that changed on disk after it was indexed is not trusted.
+    #[test]
+    fn a_parent_rewritten_since_indexed_is_not_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pp, cp) = (
+            dir.path().join("context_1.jsonl"),
+            dir.path().join("context.jsonl"),
+        );
+        let text = family_lines(30);
+        std::fs::write(&pp, &text).unwrap();
+        let p = index_file(&pp, "context_1.jsonl").unwrap();
+        let other = String::from_utf8(text)
+            .unwrap()
+            .replace("\"out\"", "\"OUT\"");
+        std::fs::write(&pp, &other).unwrap();
+        std::fs::write(&cp, &other).unwrap();
+        let g = guard::open_regular(&cp).unwrap();
+        assert!(reuse_prefix(&g.file, g.len, "context.jsonl", &cp, &p).is_none());
+        assert_eq!(
+            index_file_after(&cp, "context.jsonl", &p).unwrap(),
+            index_file(&cp, "context.jsonl").unwrap()
+        );
     }
 
     #[test]

@@ -16,14 +16,14 @@
 pub mod kimi_cli;
 pub mod kimi_code;
 pub mod lookup;
+mod wire_log;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::model::{CallKey, Warning};
+use crate::model::Warning;
 use crate::read::FileIndex;
 
 /// Reads the session at `path` with the source whose format it is.
@@ -219,6 +219,7 @@ pub struct Lineage {
 }
 
 pub use kimi_cli::share::SessionSummary;
+pub use wire_log::WireLog;
 
 /// A subagent's meta (kimi-cli: `subagents/<agent_id>/meta.json`; older
 /// layouts only know a number).
@@ -229,61 +230,4 @@ pub struct SubagentMeta {
     pub description: Option<String>,
     pub status: Option<String>,
     pub created_at: Option<f64>,
-}
-
-/// One agent step: `StepBegin n` until the next step or the turn's end.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StepTiming {
-    pub n: i64,
-    pub start: f64,
-    pub end: Option<f64>,
-}
-
-/// One turn: `TurnBegin` until `TurnEnd`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TurnTiming {
-    pub user_input: String,
-    pub start: f64,
-    pub end: Option<f64>,
-    pub steps: Vec<StepTiming>,
-}
-
-impl TurnTiming {
-    pub fn duration(&self) -> Option<f64> {
-        Some(self.end? - self.start)
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct WireLog {
-    pub protocol: Option<String>,
-    pub turns: Vec<TurnTiming>,
-    /// Tool call id (its key, as the record index keeps it) → (call
-    /// time, result time).
-    pub tool_calls: HashMap<CallKey, (Option<f64>, Option<f64>)>,
-}
-
-impl WireLog {
-    /// When the tool call `id` was made, as the wire says.
-    pub fn call_time(&self, id: CallKey) -> Option<f64> {
-        self.tool_calls.get(&id).and_then(|t| t.0)
-    }
-
-    /// When the result of the tool call `id` arrived, as the wire says.
-    pub fn result_time(&self, id: CallKey) -> Option<f64> {
-        self.tool_calls.get(&id).and_then(|t| t.1)
-    }
-
-    /// The times at which checkpoints were written, in order: one per real
-    /// turn (slash commands write none) and one per step.
-    pub fn checkpoint_times(&self) -> Vec<f64> {
-        let mut out = Vec::new();
-        for t in &self.turns {
-            if !t.user_input.starts_with('/') || !t.steps.is_empty() {
-                out.push(t.start);
-            }
-            out.extend(t.steps.iter().map(|s| s.start));
-        }
-        out
-    }
 }

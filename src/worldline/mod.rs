@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 pub use family::{DMailAttempt, Family, Fork, ForkKind, Sender, WorldLine};
 pub use graph::{Edge, Graph, RecordRef, Segment};
-pub use wire::{Times, Timing, TurnTiming, WireLog};
+pub use wire::{Times, Timing, WireLog};
 
 pub use crate::sources::{
     AgentFiles, AgentParts, LineFork, LineMark, Lineage, LinkKind, ParentLink, SessionLink,

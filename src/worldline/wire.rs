@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-pub use crate::sources::{StepTiming, TurnTiming, WireLog};
+pub use crate::sources::WireLog;
 
 use super::family::Family;
 use crate::model::Role;

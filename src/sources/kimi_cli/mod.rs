@@ -143,13 +143,21 @@ pub fn read_agent(spec: &AgentSpec) -> Result<AgentParts> {
         .into_iter()
         .map(|s| warning(format!("{}{}", spec.prefix, s.name), s.why))
         .collect();
-    for cf in family {
-        files.push(read::index_file(
-            &cf.path,
-            &format!("{}{}", spec.prefix, cf.name),
-        )?);
-    }
-    let wire = match spec.wire.as_deref().map(WireLog::read_checked) {
+    // The wire is read beside the context files: both are big in a long run.
+    let (indexed, wire) = std::thread::scope(|scope| {
+        let wire = spec
+            .wire
+            .as_deref()
+            .map(|w| scope.spawn(move || WireLog::read_checked(w)));
+        let indexed = index_family(&family, &spec.prefix, &mut files);
+        let wire = wire.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err("reading it failed".to_string()))
+        });
+        (indexed, wire)
+    });
+    indexed?;
+    let wire = match wire {
         Some(Ok(w)) => w,
         Some(Err(why)) => {
             let name = format!("{}{}", spec.prefix, layout::WIRE);
@@ -172,6 +180,25 @@ pub fn read_agent(spec: &AgentSpec) -> Result<AgentParts> {
         warnings,
         ..AgentParts::default()
     })
+}
+
+/// Indexes a family's files in order; each one after the first starts
+/// from what it shares byte for byte with the one before (a rotation's
+/// copied prefix, see [`read::index_file_after`]).
+fn index_family(
+    family: &[ContextFile],
+    prefix: &str,
+    files: &mut Vec<read::FileIndex>,
+) -> Result<()> {
+    for cf in family {
+        let name = format!("{prefix}{}", cf.name);
+        let ix = match files.last() {
+            Some(parent) => read::index_file_after(&cf.path, &name, parent)?,
+            None => read::index_file(&cf.path, &name)?,
+        };
+        files.push(ix);
+    }
+    Ok(())
 }
 
 /// Everything about one session, read from disk.
