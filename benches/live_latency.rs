@@ -230,11 +230,27 @@ fn main() {
 
 /// Where one snapshot's time goes on the big long-run family: the follower
 /// copies every record list it holds into the parts, rebuilds the session
-/// from them, and whoever held the previous snapshot drops it.
+/// from them (from scratch, or from the previous snapshot as the follower
+/// does), and whoever held the previous snapshot drops it.
 fn snapshot_breakdown(records: u64) {
     let share = std::path::PathBuf::from(format!("/tmp/wl-perf/small-family-{records}-seed1"));
     let session = gen::find_session(&share).expect("session");
-    let parts = worldline::sources::parts(&session).expect("parts");
+    let mut parts = worldline::sources::parts(&session).expect("parts");
+    // Room to append in place, as a follower's record lists have.
+    for f in parts.agents.iter_mut().flat_map(|a| a.files.iter_mut()) {
+        f.records.reserve_exact(16);
+    }
+    let prev = Session::build(parts.clone());
+    let mut grown = parts.clone();
+    if let Some(f) = grown.agents[0].files.last_mut() {
+        if let Some(last) = f.records.last().cloned() {
+            f.records.push(last);
+        }
+    }
+    let t = Instant::now();
+    let next = Session::build_from(grown, Some(&prev));
+    let incremental = t.elapsed();
+    drop((prev, next));
     let t = Instant::now();
     let copy = parts.clone();
     let cloned = t.elapsed();
@@ -250,11 +266,13 @@ fn snapshot_breakdown(records: u64) {
     worldline::live::drop_later(again);
     let handed = t.elapsed();
     println!(
-        "one snapshot at {} k records: copy the parts {:.0} ms, Session::build {:.0} ms, \
+        "one snapshot at {} k records: copy the parts {:.1} ms, Session::build {:.0} ms, \
+         Session::build_from the previous snapshot after one append {:.2} ms, \
          drop the previous session {:.0} ms (handed to the dropper thread: {:.2} ms)",
         records / 1000,
         ms(cloned),
         ms(built),
+        ms(incremental),
         ms(dropped),
         ms(handed)
     );

@@ -327,6 +327,7 @@ fn measure_small_family(small: &Family, args: &Args, runs: usize, table: &mut Ta
         }
     }
     let per_record = wl.rss_kb.unwrap_or(0) as f64 * 1024.0 / small.records.max(1) as f64;
+    table.note(&record_share(&small.session_dir, wl.rss_kb)?);
     let speedup = jq_secs.map_or("jq not run".to_string(), |j| {
         format!("{:.1}× faster than jq", j / wl.secs)
     });
@@ -497,6 +498,33 @@ fn session_load(session: &Path, runs: usize) -> Result<Measure> {
         drop(s);
         Ok(Measure { secs, rss_kb: None })
     })
+}
+
+/// What the loaded records themselves cost: `RecordMeta`'s size, what
+/// they box, and their share of `tree`'s peak RSS.
+fn record_share(session: &Path, tree_rss_kb: Option<u64>) -> Result<String> {
+    use worldline::model::RecordMeta;
+    let s = worldline::worldline::Session::load(session)?;
+    let (mut n, mut boxed) = (0usize, 0usize);
+    for a in &s.agents {
+        for f in &a.family.files {
+            n += f.records.len();
+            boxed += f.records.iter().map(RecordMeta::boxed_bytes).sum::<usize>();
+        }
+    }
+    let size = std::mem::size_of::<RecordMeta>();
+    let total = n * size + boxed;
+    let share = tree_rss_kb.map_or(String::new(), |kb| {
+        format!(
+            ", {:.0}% of tree's peak RSS",
+            total as f64 * 100.0 / (kb as f64 * 1024.0)
+        )
+    });
+    Ok(format!(
+        "records: size_of::<RecordMeta>() = {size} B, {:.1} B a record boxed; {n} records hold {:.0} MiB{share}",
+        boxed as f64 / n.max(1) as f64,
+        total as f64 / (1 << 20) as f64
+    ))
 }
 
 fn index_file(path: &Path, runs: usize) -> Result<Measure> {

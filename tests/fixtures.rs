@@ -92,7 +92,7 @@ fn dmail_forks_link_to_their_sending_call() {
             .join(scenario);
         let s = Session::load(&session_dir(&dir)).unwrap();
         let main = s.main();
-        for line in main.lines.iter().skip(1) {
+        for (i, line) in main.lines.iter().enumerate().skip(1) {
             let fork = line.fork.as_ref().unwrap();
             let sender = fork.sender.as_ref().expect("sender found");
             // The sender lives in the abandoned (parent) world line, and the
@@ -108,12 +108,17 @@ fn dmail_forks_link_to_their_sending_call() {
                 args.dmail().unwrap().message,
                 *fork.message.as_ref().unwrap()
             );
-            let injection = line.nodes[line.shared];
-            let from = main.lines[sender.call.line].nodes[sender.call.record];
+            // The D-Mail edge: from the sender's segment to this world
+            // line's, which starts with the injection.
+            let from = main.lines[sender.call.line].node;
+            assert!(line.shared < main.files[i].records.len(), "{scenario}");
             assert!(s
                 .graph
-                .edges_connecting(from, injection)
-                .any(|e| *e.weight() == worldline::worldline::Edge::DMail));
+                .edges_connecting(from, line.node)
+                .any(|e| *e.weight()
+                    == worldline::worldline::Edge::DMail {
+                        call: sender.call.record
+                    }));
         }
     }
 }
@@ -163,16 +168,17 @@ fn wire_times_join_records() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kimi-cli/dmail_twice");
     let s = Session::load(&session_dir(&dir)).unwrap();
     let main = &s.agents[0];
-    assert!(!main.turns.is_empty());
-    assert!(main.turns[0].duration().unwrap() >= 0.0);
+    let wire = worldline::worldline::WireLog::read(&session_dir(&dir).join("wire.jsonl")).unwrap();
+    assert!(!wire.checkpoint_times().is_empty());
     // Every tool call has the exact time of its wire ToolCall event, and times
     // never go backwards along the order records were written.
     let mut last = 0.0;
     let mut timed = 0;
     for (i, line) in main.family.lines.iter().enumerate() {
-        for &n in &line.nodes[line.shared..] {
-            assert_eq!(s.graph[n].owner.line, i);
-            if let Some(t) = s.graph[n].time {
+        for r in line.shared..main.family.files[i].records.len() {
+            let at = main.family.owner(i, r).unwrap();
+            assert_eq!(at.line, i);
+            if let Some(t) = s.time(at) {
                 assert!(t >= last, "time went backwards");
                 last = t;
                 timed += 1;

@@ -107,15 +107,26 @@ fn three_reverts_form_a_tree_not_a_chain() {
     // Graph queries agree: the LCA of context_2's and context_3's last records is
     // context_1's CHECKPOINT 1 note, and three fork points exist.
     let m = s.main();
-    let a = *m.lines[1].nodes.last().unwrap();
-    let b = *m.lines[2].nodes.last().unwrap();
-    let lca = worldline::worldline::graph::lowest_common_ancestor(&s.graph, a, b).unwrap();
-    assert_eq!(s.graph[lca].owner.line, 0);
-    assert_eq!(lca, m.lines[2].nodes[m.lines[2].shared - 1]);
-    assert_eq!(worldline::worldline::graph::fork_points(&s.graph).len(), 3);
-    let path = worldline::worldline::graph::path_from_root(&s.graph, b);
-    assert_eq!(path.len(), m.lines[2].nodes.len());
-    assert_eq!(path, m.lines[2].nodes);
+    use worldline::worldline::graph;
+    let a = m.last_record(1).unwrap();
+    let b = m.last_record(2).unwrap();
+    let lca = graph::lowest_common_ancestor(m, a, b).unwrap();
+    assert_eq!(lca.line, 0);
+    assert_eq!(Some(lca), m.owner(2, m.lines[2].shared - 1));
+    assert_eq!(graph::fork_points(m).len(), 3);
+    let path = graph::path_from_root(m, b);
+    assert_eq!(path.len(), m.files[2].records.len());
+    let owners: Vec<_> = (0..path.len()).map(|r| m.owner(2, r).unwrap()).collect();
+    assert_eq!(path, owners);
+    assert_eq!(graph::predecessor(m, b), Some(path[path.len() - 2]));
+    // One graph node per world line, a Fork edge into each that shares.
+    let lines = s.agents.iter().flat_map(|a| &a.family.lines);
+    assert_eq!(s.graph.node_count(), lines.clone().count());
+    let forks = s
+        .graph
+        .edge_weights()
+        .filter(|e| matches!(e, worldline::worldline::Edge::Fork { .. }));
+    assert_eq!(forks.count(), lines.filter(|l| l.shared > 0).count());
 }
 
 #[test]

@@ -235,6 +235,37 @@ fn a_rewritten_shared_record_with_a_repeated_key_is_still_shared() {
     assert_eq!(fork["checkpoint"], 1, "{fork}");
 }
 
+/// Thousands of distinct tool names (more than the index's name table
+/// holds): every call keeps its own name and every result finds its call.
+#[test]
+fn thousands_of_distinct_tool_names_each_stay_their_own() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = session_copy(tmp.path(), OsStr::new("s"));
+    let mut text = std::fs::read_to_string(dir.join("context.jsonl")).unwrap();
+    let n = 3000;
+    for i in 0..n {
+        let call = serde_json::json!({"role": "assistant", "content": "go", "tool_calls": [
+            {"type": "function", "id": format!("c{i}"), "function": {"name": format!("tool{i}"), "arguments": "{}"}}]});
+        let result =
+            serde_json::json!({"role": "tool", "content": "ok", "tool_call_id": format!("c{i}")});
+        text.push_str(&format!("{call}\n{result}\n"));
+    }
+    std::fs::write(dir.join("context.jsonl"), &text).unwrap();
+    let ix = worldline::read::index_file(&dir.join("context.jsonl"), "context.jsonl").unwrap();
+    let tail = &ix.records[ix.records.len() - 2 * n..];
+    for (i, pair) in tail.chunks(2).enumerate() {
+        let call = pair[0].tool_calls().first().expect("a call");
+        assert_eq!(call.name(), format!("tool{i}"));
+        assert!(call.is(&format!("c{i}")));
+        assert!(pair[1].answers(call.key()), "result {i} finds its call");
+    }
+    // The page labels each result with its call's tool name.
+    let html = tree(tmp.path(), &dir, "html").out();
+    for i in [0, 1500, n - 1] {
+        assert!(html.contains(&format!("← tool{i}<")), "tool{i}");
+    }
+}
+
 #[test]
 fn send_dmail_with_unreadable_arguments_is_an_attempt() {
     let tmp = tempfile::tempdir().unwrap();

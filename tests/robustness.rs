@@ -134,6 +134,10 @@ proptest! {
         let main = s.main();
         // The shared prefix never exceeds either file.
         prop_assert!(main.lines[1].shared <= main.files[0].records.len().min(main.files[1].records.len()));
-        prop_assert_eq!(main.lines[1].nodes.len(), main.files[1].records.len());
+        // Every record has an owner: its own world line from `shared` on.
+        for r in 0..main.files[1].records.len() {
+            let o = main.owner(1, r).unwrap();
+            prop_assert_eq!(o.line, if r < main.lines[1].shared { 0 } else { 1 });
+        }
     }
 }

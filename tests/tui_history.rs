@@ -128,7 +128,7 @@ fn opened(app: &mut App, effect: Effect) -> PathBuf {
 /// The record a fork leaves its source at, as the row list holds it.
 fn fork_point_owner(s: &Session, k: usize) -> worldline::worldline::RecordRef {
     let r = s.fork_point(&s.forks[k]).unwrap();
-    s.graph[s.main().lines[r.line].nodes[r.record]].owner
+    s.main().owner_of(r).unwrap()
 }
 
 /// Does the selected row stand for record `r`?

@@ -165,8 +165,7 @@ fn session(app: &App) -> Arc<Session> {
 /// The record of world line `line` at index `i` (by owner).
 fn rec(app: &App, line: usize, i: usize) -> RecordRef {
     let s = session(app);
-    let n = s.agents[0].family.lines[line].nodes[i];
-    s.graph[n].owner
+    s.agents[0].family.owner(line, i).unwrap()
 }
 
 fn select_at(app: &mut App, line: usize, i: usize) {
@@ -214,7 +213,7 @@ fn layout_of_the_test_session() {
     assert_eq!(cp(CURRENT, 9), Some(2));
     assert_eq!(cp(CURRENT, 5), Some(1));
     assert_eq!(cp(OLD, 8), Some(2));
-    assert_eq!(f.lines[CURRENT].nodes.len(), 13);
+    assert_eq!(f.line_len(CURRENT), 13);
 }
 
 #[test]
@@ -507,10 +506,9 @@ fn setup_with_side_effects() -> Setup {
 /// Position on the only world line of the record that is checkpoint `c`.
 fn checkpoint_at(app: &App, c: i64) -> usize {
     let s = session(app);
-    s.agents[0].family.lines[0]
-        .nodes
-        .iter()
-        .position(|&n| s.record(s.graph[n].owner).unwrap().checkpoint() == Some(c))
+    s.walk(0, 0)
+        .into_iter()
+        .position(|r| s.record(r).unwrap().checkpoint() == Some(c))
         .unwrap()
 }
 

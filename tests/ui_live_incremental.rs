@@ -220,7 +220,7 @@ fn same(inc: &mut App, full: &mut App, s: &Session, what: &str) {
         Map::of_session(s)
     } else {
         let f = &s.agents[inc.agent].family;
-        Map::of_family(s, f, &Order::of(f))
+        Map::of_family(f, &Order::of(f))
     };
     assert_eq!(inc.map, map, "{what}: map vs built");
     assert_eq!(inc.map, full.map, "{what}: map");

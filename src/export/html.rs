@@ -312,8 +312,7 @@ fn line_section(
     if let Some(msg) = l.fork.as_ref().and_then(|fk| fk.message.as_deref()) {
         let _ = write!(why_html, ": <strong>“{}”</strong>", esc_line(msg));
     }
-    if let Some(&last) = wl.shared.checked_sub(1).and_then(|k| wl.nodes.get(k)) {
-        let owner = s.graph[last].owner;
+    if let Some(owner) = f.fork_record(l.index) {
         let _ = write!(
             why_html,
             "<br><span class=\"muted\">Its first {} records are shared; they end at <a href=\"#{}\">{}</a>.</span>",
@@ -339,22 +338,21 @@ fn line_section(
         let is_note = matches!(meta.marker().as_deref(), Some(Marker::CheckpointNote(_)));
         if is_note && skip_note {
             skip_note = false;
-            forks_here(out, s, story, f, rr);
+            forks_here(out, story, f, rr);
             continue;
         }
         skip_note = *meta.role() == Role::Checkpoint;
         record(out, s, f, agent, rr, meta, names);
-        forks_here(out, s, story, f, rr);
+        forks_here(out, story, f, rr);
     }
     out.push_str("</section>\n");
 }
 
 /// Links to the world lines that branch off after record `r`.
-fn forks_here(out: &mut String, s: &Session, story: &Story, f: &Family, r: RecordRef) {
+fn forks_here(out: &mut String, story: &Story, f: &Family, r: RecordRef) {
     let lines = &story.agents[r.agent].lines;
     for (i, l) in f.lines.iter().enumerate() {
-        let last = l.shared.checked_sub(1).and_then(|k| l.nodes.get(k));
-        if last.is_some_and(|&n| s.graph[n].owner == r) {
+        if f.fork_record(i) == Some(r) {
             let label = l
                 .fork
                 .as_ref()
@@ -379,12 +377,7 @@ fn forks_here(out: &mut String, s: &Session, story: &Story, f: &Family, r: Recor
 }
 
 fn time_of(s: &Session, r: RecordRef) -> String {
-    s.agents
-        .get(r.agent)
-        .and_then(|a| a.family.lines.get(r.line)?.nodes.get(r.record))
-        .and_then(|&n| s.graph[n].time)
-        .map(super::format_clock)
-        .unwrap_or_default()
+    s.time(r).map(super::format_clock).unwrap_or_default()
 }
 
 fn record(

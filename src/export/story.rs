@@ -208,7 +208,7 @@ impl Story {
 
 fn agent_story(s: &Session, index: usize, a: &Agent) -> AgentStory {
     let f = &a.family;
-    let lines = (0..f.lines.len()).map(|i| line_story(s, f, i)).collect();
+    let lines = (0..f.lines.len()).map(|i| line_story(f, i)).collect();
     let refused = f
         .attempts
         .iter()
@@ -259,7 +259,7 @@ fn last_checkpoint(records: &[RecordMeta]) -> Option<i64> {
     records.iter().rev().find_map(|r| r.checkpoint())
 }
 
-fn line_story(s: &Session, f: &Family, i: usize) -> LineStory {
+fn line_story(f: &Family, i: usize) -> LineStory {
     let l = &f.lines[i];
     let file = &f.files[i];
     let ids = file.records.iter().filter_map(|r| r.checkpoint());
@@ -267,9 +267,8 @@ fn line_story(s: &Session, f: &Family, i: usize) -> LineStory {
     let shared_to = (l.shared > 0)
         .then(|| last_checkpoint(&file.records[..l.shared]))
         .flatten();
-    let times: Vec<f64> = l.nodes[l.shared.min(l.nodes.len())..]
-        .iter()
-        .filter_map(|&n| s.graph[n].time)
+    let times: Vec<f64> = (l.shared..f.line_len(i))
+        .filter_map(|r| l.times.at(r))
         .collect();
     let fork = l.fork.as_ref().map(|k| ForkStory {
         kind: k.kind,

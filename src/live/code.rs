@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::state::Refresh;
@@ -13,6 +14,7 @@ use crate::read::{Follow, TailChange};
 use crate::sources::kimi_code::{
     home, parts, AgentWire, CodeSession, ForkLink, SessionState, WireIndex,
 };
+use crate::sources::SessionParts;
 use crate::worldline::Session;
 
 type Stamp = (u64, Option<SystemTime>, u64);
@@ -36,6 +38,11 @@ pub struct CodeState {
     fork_lines: HashMap<String, Option<u32>>,
     last_fork_scan: Option<Instant>,
     dirs: Vec<PathBuf>,
+    /// The last snapshot, which the next one is built from. Any previous
+    /// snapshot will do: a branch's records are compared with its old ones
+    /// (they are read anew from the wire each time) and times come with the
+    /// records.
+    prev: Option<Arc<Session>>,
 }
 
 impl CodeState {
@@ -49,6 +56,7 @@ impl CodeState {
             fork_lines: HashMap::new(),
             last_fork_scan: None,
             dirs: vec![dir.to_path_buf()],
+            prev: None,
         }
     }
 
@@ -123,7 +131,28 @@ impl CodeState {
         found
     }
 
-    pub fn snapshot(&self) -> Option<Session> {
+    pub fn snapshot(&mut self) -> Option<Arc<Session>> {
+        let parts = self.parts()?;
+        Some(self.build_next(parts))
+    }
+
+    /// [`CodeState::snapshot`], and the same parts built afresh.
+    pub fn snapshot_and_full(&mut self) -> Option<(Arc<Session>, Session)> {
+        let parts = self.parts()?;
+        let full = Session::build(parts.clone());
+        Some((self.build_next(parts), full))
+    }
+
+    fn build_next(&mut self, parts: SessionParts) -> Arc<Session> {
+        let s = Arc::new(Session::build_from(parts, self.prev.as_deref()));
+        if let Some(old) = self.prev.replace(s.clone()) {
+            super::drop_later(old);
+        }
+        s
+    }
+
+    /// What a snapshot is built from.
+    fn parts(&self) -> Option<SessionParts> {
         let main = self.wires.get("main")?;
         if main.read_to() == 0 {
             return None;
@@ -140,10 +169,7 @@ impl CodeState {
             })
             .collect();
         let cs = CodeSession::from_parts(&self.dir, self.state.clone(), agents);
-        Some(Session::build(parts::session_parts(
-            &cs,
-            self.forks.clone(),
-        )))
+        Some(parts::session_parts(&cs, self.forks.clone()))
     }
 }
 

@@ -12,7 +12,7 @@ mod test_util;
 pub mod watch;
 mod watcher;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
@@ -99,11 +99,7 @@ pub fn spawn(dir: PathBuf, opts: LiveOptions) -> crate::Result<(Receiver<LiveEve
     let (wake_tx, wake_rx) = mpsc::channel();
     let stop = Arc::new(AtomicBool::new(false));
     let polling = Arc::new(AtomicBool::new(opts.poll));
-    let state = if crate::sources::kimi_code::home::is_session_dir(&dir) {
-        Tracked::Code(Box::new(code::CodeState::new(&dir)))
-    } else {
-        Tracked::Cli(Box::new(SessionState::new(&dir)))
-    };
+    let state = Tracked::new(&dir);
     let follower = Follower {
         state,
         watcher: Watcher::start(opts.poll, &wake_tx),
@@ -129,6 +125,42 @@ pub fn spawn(dir: PathBuf, opts: LiveOptions) -> crate::Result<(Receiver<LiveEve
     ))
 }
 
+/// The follower's reading without its thread and watcher: each
+/// [`Reader::refresh`] reads what was added since the last, each snapshot
+/// continues the previous one. For tools and tests that drive it step by
+/// step.
+pub struct Reader {
+    state: Tracked,
+}
+
+impl Reader {
+    pub fn new(dir: &Path) -> Reader {
+        Reader {
+            state: Tracked::new(dir),
+        }
+    }
+
+    /// Reads new bytes; `true` when something a snapshot shows changed.
+    /// Problems reading go to `errors`.
+    pub fn refresh(&mut self, errors: &mut Vec<String>) -> bool {
+        self.state.refresh(Instant::now(), errors).changed
+    }
+
+    pub fn snapshot(&mut self) -> Option<Arc<Session>> {
+        self.state.snapshot()
+    }
+
+    /// The next snapshot as the follower builds it (from the previous one,
+    /// [`Session::build_from`]) and the same parts built afresh
+    /// ([`Session::build`]): the two must be equal.
+    pub fn snapshot_and_full(&mut self) -> Option<(Arc<Session>, Session)> {
+        match &mut self.state {
+            Tracked::Cli(s) => s.snapshot_and_full(),
+            Tracked::Code(s) => s.snapshot_and_full(),
+        }
+    }
+}
+
 /// What is followed: a kimi-cli session's files, or a Kimi Code session's
 /// wires.
 enum Tracked {
@@ -137,6 +169,14 @@ enum Tracked {
 }
 
 impl Tracked {
+    fn new(dir: &Path) -> Tracked {
+        if crate::sources::kimi_code::home::is_session_dir(dir) {
+            Tracked::Code(Box::new(code::CodeState::new(dir)))
+        } else {
+            Tracked::Cli(Box::new(SessionState::new(dir)))
+        }
+    }
+
     fn refresh(&mut self, now: Instant, errors: &mut Vec<String>) -> Refresh {
         match self {
             Tracked::Cli(s) => s.refresh(now, errors),
@@ -152,7 +192,7 @@ impl Tracked {
         }
     }
 
-    fn snapshot(&mut self) -> Option<Session> {
+    fn snapshot(&mut self) -> Option<Arc<Session>> {
         match self {
             Tracked::Cli(s) => s.snapshot(),
             Tracked::Code(s) => s.snapshot(),
@@ -214,7 +254,7 @@ impl Follower {
             if pending && !deleted && settle.is_none() {
                 if let Some(s) = self.state.snapshot() {
                     pending = false;
-                    if self.tx.send(LiveEvent::Snapshot(Arc::new(s))).is_err() {
+                    if self.tx.send(LiveEvent::Snapshot(s)).is_err() {
                         return;
                     }
                 }

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::model::shared_prefix;
@@ -105,6 +106,9 @@ struct AgentState {
     current_activity: Option<Instant>,
     /// `context.jsonl` was absent at the last listing.
     current_missing: bool,
+    /// The wire was read again from its start since the last snapshot, so
+    /// times joined from the old one cannot be continued.
+    wire_reset: bool,
 }
 
 impl AgentState {
@@ -126,6 +130,7 @@ impl AgentState {
             spec,
             current_activity: None,
             current_missing: false,
+            wire_reset: false,
         }
     }
 
@@ -275,7 +280,11 @@ impl AgentState {
             }
             if exists {
                 match wire.poll() {
-                    Ok(TailChange::Appended(_)) | Ok(TailChange::Reset) => changed = true,
+                    Ok(TailChange::Appended(_)) => changed = true,
+                    Ok(TailChange::Reset) => {
+                        self.wire_reset = true;
+                        changed = true;
+                    }
                     Ok(_) => {}
                     Err(e) => errors.push(e.to_string()),
                 }
@@ -356,6 +365,11 @@ pub struct SessionState {
     siblings: Siblings,
     /// Lineage as last computed; `None` when it must be computed again.
     lineage: Option<Lineage>,
+    /// The last snapshot, which the next one is built from
+    /// ([`Session::build_from`]).
+    prev: Option<Arc<Session>>,
+    /// Subagents came or went since the last snapshot: build afresh.
+    subs_changed: bool,
 }
 
 /// What the work-dir folder looked like. A new session there (kimi-cli's
@@ -430,6 +444,8 @@ impl SessionState {
             dirs: vec![layout.folder().to_path_buf()],
             siblings: Siblings::default(),
             lineage: None,
+            prev: None,
+            subs_changed: false,
             layout,
         }
     }
@@ -461,11 +477,14 @@ impl SessionState {
         let before = self.subs.len();
         self.subs.retain(|k, _| specs.iter().any(|s| s.key() == *k));
         changed |= before != self.subs.len();
+        self.subs_changed |= before != self.subs.len();
         for spec in specs {
-            let sub = self
-                .subs
-                .entry(spec.key())
-                .or_insert_with(|| AgentState::new(spec));
+            let sub = self.subs.entry(spec.key()).or_insert_with(|| {
+                // Agents keep their place by directory; a new one moves
+                // later ones.
+                self.subs_changed = true;
+                AgentState::new(spec)
+            });
             match sub.refresh(now, errors) {
                 Ok(c) => changed |= c,
                 // Removed while we looked: the next listing drops it.
@@ -510,9 +529,37 @@ impl SessionState {
             .max()
     }
 
-    /// Rebuilds the session from what was read; `None` while the main agent
-    /// has no context file yet.
-    pub fn snapshot(&mut self) -> Option<Session> {
+    /// Rebuilds the session from what was read, continuing the previous
+    /// snapshot; `None` while the main agent has no context file yet.
+    pub fn snapshot(&mut self) -> Option<Arc<Session>> {
+        let (parts, fresh) = self.parts()?;
+        Some(self.build_next(parts, fresh))
+    }
+
+    /// [`SessionState::snapshot`], and the same parts built afresh.
+    pub fn snapshot_and_full(&mut self) -> Option<(Arc<Session>, Session)> {
+        let (parts, fresh) = self.parts()?;
+        let full = Session::build(parts.clone());
+        Some((self.build_next(parts, fresh), full))
+    }
+
+    fn build_next(&mut self, parts: SessionParts, fresh: bool) -> Arc<Session> {
+        let prev = self.prev.take();
+        let s = Arc::new(Session::build_from(
+            parts,
+            prev.as_deref().filter(|_| !fresh),
+        ));
+        if let Some(old) = prev {
+            // Possibly the last holder of storage a regrowth left behind.
+            super::drop_later(old);
+        }
+        self.prev = Some(s.clone());
+        s
+    }
+
+    /// What a snapshot is built from, and whether it must be built afresh
+    /// (a wire was read again, subagents came or went).
+    fn parts(&mut self) -> Option<(SessionParts, bool)> {
         let mut main = self.main.agent_parts();
         if let Some(why) = &self.title_problem {
             main.warnings.push(crate::model::Warning {
@@ -538,7 +585,7 @@ impl SessionState {
                 lineage::of(&self.layout, self.title_text.as_deref(), &main.files)
             })
             .clone();
-        Some(Session::build(SessionParts {
+        let parts = SessionParts {
             dir: self.layout.path(),
             id: self.layout.id(),
             title: self.title_text.clone(),
@@ -547,7 +594,12 @@ impl SessionState {
                 .collect(),
             lineage,
             tool: crate::sources::Tool::KimiCli,
-        }))
+        };
+        let mut fresh = std::mem::take(&mut self.subs_changed);
+        for a in std::iter::once(&mut self.main).chain(self.subs.values_mut()) {
+            fresh |= std::mem::take(&mut a.wire_reset);
+        }
+        Some((parts, fresh))
     }
 }
 

@@ -402,6 +402,41 @@ impl RecordMeta {
         }
     }
 
+    /// Heap bytes the record holds beyond its own size (its box, without
+    /// the allocator's overhead): what benchmarks report per record.
+    pub fn boxed_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let Some(r) = &self.rare else {
+            return 0;
+        };
+        let text = |s: Option<&str>| s.map_or(0, str::len);
+        let role = match &r.role {
+            Role::Other(name) => name.len(),
+            _ => 0,
+        };
+        let calls: usize = r
+            .calls
+            .iter()
+            .map(|c| {
+                let name = match &c.name {
+                    Name::Own(s) => s.len(),
+                    Name::Table(_) => 0,
+                };
+                size_of::<CallHead>()
+                    + text(c.id.text.as_deref())
+                    + name
+                    + c.dmail.as_ref().map_or(0, |d| d.message.len())
+            })
+            .sum();
+        let marker = match &r.marker {
+            Some(Marker::DMailInjection(s) | Marker::AgentResult(s))
+            | Some(Marker::DMailResult(Err(s))) => s.len(),
+            _ => 0,
+        };
+        let result = r.result.as_ref().map_or(0, |id| text(id.text.as_deref()));
+        size_of::<Rare>() + role + calls + marker + result
+    }
+
     /// Index records compare by role and content hash, never by bytes.
     pub fn same_record(&self, other: &RecordMeta) -> bool {
         self.hash == other.hash && self.role() == other.role()
@@ -624,6 +659,7 @@ mod tests {
         assert_eq!((c.name(), c.id(), c.dmail()), ("Shell", None, None));
         assert!(c.is("call_1") && !c.is("call_2"));
         assert!(result.answers(c.key()));
+        assert_eq!(asks.boxed_bytes() + result.boxed_bytes(), 0);
         assert_eq!(result.tool_call_id(), None);
         assert!(asks.tool_call_key().is_none() && asks.marker().is_none());
     }
@@ -694,6 +730,7 @@ mod tests {
             ..parts(Role::Other("narrator".into()))
         });
         assert!(odd.rare.is_some());
+        assert!(odd.boxed_bytes() > "narrator".len());
         assert_eq!(*odd.role(), Role::Other("narrator".into()));
         assert_eq!((odd.checkpoint(), odd.tokens()), (Some(4), Some(9)));
         assert!(odd.answers(CallKey::of("x")));

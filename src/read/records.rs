@@ -151,6 +151,18 @@ impl Records {
         self.buf = Arc::new(new);
     }
 
+    /// `self` holds every record of `prev`, in order (and maybe more), so
+    /// what was derived from `prev` still holds for that prefix. O(1) when
+    /// both share storage (a follower's snapshots between regrowths: slots
+    /// are never written twice); otherwise the prefix is compared, which
+    /// happens once per regrowth (doubling) or after a truncation.
+    pub fn extends(&self, prev: &Records) -> bool {
+        if self.len < prev.len {
+            return false;
+        }
+        Arc::ptr_eq(&self.buf, &prev.buf) || self[..prev.len] == prev[..]
+    }
+
     /// The records as an owned `Vec`: the storage itself when not shared.
     pub fn into_vec(mut self) -> Vec<RecordMeta> {
         let len = self.len;
@@ -305,6 +317,30 @@ mod tests {
         drop(r);
         assert_eq!(stale.len(), 1001);
         assert_eq!(stale.into_vec().last().map(|m| m.line()), Some(1001));
+    }
+
+    #[test]
+    fn extends_is_true_for_a_grown_clone_and_false_for_a_branch() {
+        let mut live = Records::new();
+        live.reserve_exact(4);
+        live.extend((1..=3).map(rec));
+        let snap = live.clone();
+        live.push(rec(4));
+        assert!(Arc::ptr_eq(&live.buf, &snap.buf));
+        assert!(live.extends(&snap) && snap.extends(&snap));
+        assert!(!snap.extends(&live));
+        // Regrown into new storage: compared, still a continuation.
+        live.extend((5..=40).map(rec));
+        assert!(!Arc::ptr_eq(&live.buf, &snap.buf));
+        assert!(live.extends(&snap));
+        // A branch from the same prefix with other records is not.
+        let mut branch = snap.clone();
+        branch.extend((50..=90).map(rec));
+        assert!(!branch.extends(&live) && !live.extends(&branch));
+        assert!(branch.extends(&snap));
+        // Read again after a truncation: its own storage, same records.
+        let reread: Records = (1..=2).map(rec).collect();
+        assert!(!reread.extends(&snap) && snap.extends(&reread));
     }
 
     #[test]

@@ -193,7 +193,7 @@ fn agent_steps(s: &Session, root: &Path, side_files: bool, a: &Agent) -> Result<
                 end: own_from,
             });
         }
-        let time = |r: usize| line.nodes.get(r).and_then(|&n| s.graph[n].time);
+        let time = |r: usize| f.owner(i, r).and_then(|o| s.time(o));
         steps.push(Step {
             ops: rotate,
             time: time(line.shared),

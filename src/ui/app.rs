@@ -336,15 +336,13 @@ impl App {
         if !self.rows.is_step_head(row) || self.is_unfolded(row) {
             return Some(r);
         }
-        let s = self.session.as_ref()?;
         let f = self.family()?;
         let file = f.files.get(r.line)?;
         let upto = r.record.min(file.records.len().checked_sub(1)?);
         let k = file.records[..=upto]
             .iter()
             .rposition(|m| *m.role() == crate::model::Role::Checkpoint)?;
-        let n = *f.lines.get(r.line)?.nodes.get(k)?;
-        Some(s.graph[n].owner)
+        f.owner(r.line, k)
     }
 
     /// The record the detail pane shows: a folded step is read through its
@@ -368,12 +366,8 @@ impl App {
 
     /// Is record `r` (by owner) on world line `line`'s path?
     pub fn on_line(&self, line: usize, r: RecordRef) -> bool {
-        let Some(s) = &self.session else { return false };
         let Some(f) = self.family() else { return false };
-        f.lines
-            .get(line)
-            .and_then(|l| l.nodes.get(r.record))
-            .is_some_and(|&n| s.graph[n].owner == r)
+        f.owner(line, r.record) == Some(r)
     }
 
     /// Rows the map takes on this screen.
@@ -813,7 +807,7 @@ impl App {
                 match s.agents.get(self.agent) {
                     Some(a) => {
                         let order = crate::worldline::map::Order::of(&a.family);
-                        Map::of_family(s, &a.family, &order)
+                        Map::of_family(&a.family, &order)
                     }
                     None => Map::default(),
                 }
@@ -859,15 +853,13 @@ impl App {
 
     /// Follow mode: the newest record of the current world line.
     fn go_newest(&mut self) {
-        let Some(s) = self.session.clone() else {
+        if self.session.is_none() {
             return;
-        };
+        }
         let line = self.current_line();
         self.focus = line;
-        let last = self
-            .family()
-            .and_then(|f| f.lines.get(line)?.nodes.last().copied());
-        match last.and_then(|n| self.rows.row_of(s.graph[n].owner)) {
+        let last = self.family().and_then(|f| f.last_record(line));
+        match last.and_then(|o| self.rows.row_of(o)) {
             Some(row) => {
                 let pos = self.rows.position_of(row);
                 self.cursor = pos.min(self.rows.len().saturating_sub(1));
@@ -926,11 +918,8 @@ impl App {
         };
         let focus = f.line_by_file(&a.focus_file).unwrap_or(0);
         let row = f.line_by_file(&a.file).and_then(|l| {
-            let line = &f.lines[l];
-            let n = *line
-                .nodes
-                .get(a.record.min(line.nodes.len().checked_sub(1)?))?;
-            self.rows.row_of(s.graph[n].owner)
+            let o = f.owner(l, a.record.min(f.line_len(l).checked_sub(1)?))?;
+            self.rows.row_of(o)
         });
         self.focus = focus;
         match row {
@@ -959,12 +948,7 @@ impl App {
         self.focus = next;
         let target = match self.selected() {
             Some(r) if self.on_line(next, r) => Some(r),
-            Some(r) => {
-                let nodes = &f.lines[next].nodes;
-                nodes
-                    .get(r.record.min(nodes.len().saturating_sub(1)))
-                    .map(|&n| s.graph[n].owner)
-            }
+            Some(r) => f.owner(next, r.record.min(f.line_len(next).saturating_sub(1))),
             None => None,
         };
         if let Some(row) = target.and_then(|r| self.rows.row_of(r)) {

@@ -115,7 +115,7 @@ impl Compose {
     pub fn kept(&self, session: &Session) -> Option<Kept> {
         let f = &session.agents.get(self.target.agent)?.family;
         let current = f.lines.iter().rposition(|l| l.current)?;
-        let key = (f.lines.len(), current, f.lines[current].nodes.len());
+        let key = (f.lines.len(), current, f.line_len(current));
         let mut cache = self.kept.borrow_mut();
         if cache.as_ref().map(|(k, _)| *k) != Some(key) {
             let mut load = |r| session.body(r).ok();

@@ -30,10 +30,7 @@ pub fn lines(
     };
     let file = f.lines.get(r.line).map_or("?", |l| l.file.as_str());
     let time = s
-        .agents
-        .get(r.agent)
-        .and_then(|a| a.family.lines.get(r.line)?.nodes.get(r.record))
-        .and_then(|&n| s.graph[n].time)
+        .time(r)
         .map(|t| format!(" · {} UTC", clock(t)))
         .unwrap_or_default();
     out.push(Line::from(vec![
@@ -66,7 +63,7 @@ pub fn lines(
             )));
         }
     }
-    forks_here(&mut out, s, f, r, t);
+    forks_here(&mut out, f, r, t);
 
     match meta.marker().as_deref() {
         Some(Marker::DMailInjection(msg)) => {
@@ -198,10 +195,9 @@ pub fn lines(
 }
 
 /// World lines that leave from this record.
-fn forks_here(out: &mut Vec<Line<'static>>, s: &Session, f: &Family, r: RecordRef, t: &Theme) {
+fn forks_here(out: &mut Vec<Line<'static>>, f: &Family, r: RecordRef, t: &Theme) {
     for (i, l) in f.lines.iter().enumerate() {
-        let last = l.shared.checked_sub(1).and_then(|k| l.nodes.get(k));
-        if last.is_some_and(|&n| s.graph[n].owner == r) {
+        if f.fork_record(i) == Some(r) {
             out.push(Line::from(Span::styled(
                 format!(
                     "⑂ world line {} ({}) branches off here",

@@ -29,8 +29,7 @@ pub enum Arrival {
 impl App {
     /// The row of the main agent's record `r` (owned by the line that wrote it).
     fn row_of_record(&self, s: &Session, r: RecordRef) -> Option<usize> {
-        let n = *s.main().lines.get(r.line)?.nodes.get(r.record)?;
-        self.rows.row_of(s.graph[n].owner)
+        self.rows.row_of(s.main().owner_of(r)?)
     }
 
     /// Rows where fork sessions leave, with the fork's index in `map.forks`.

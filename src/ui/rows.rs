@@ -115,7 +115,7 @@ impl RowModel {
             tools: OnceCell::new(),
             marks: OnceCell::new(),
         };
-        m.lanes = Lanes::assign(m.spans(session, family));
+        m.lanes = Lanes::assign(m.spans(family));
         for (i, line) in family.lines.iter().enumerate() {
             let own = m.order.own(i);
             if own.is_empty() {
@@ -129,18 +129,14 @@ impl RowModel {
     }
 
     /// Where each world line sits in row space (its fork row and own rows).
-    fn spans(&self, session: &Session, family: &Family) -> Vec<Span> {
+    fn spans(&self, family: &Family) -> Vec<Span> {
         family
             .lines
             .iter()
             .enumerate()
-            .map(|(i, line)| {
+            .map(|(i, _)| {
                 let own = self.order.own(i);
-                let fork_row = line
-                    .shared
-                    .checked_sub(1)
-                    .and_then(|last| line.nodes.get(last))
-                    .and_then(|&n| self.row_of(session.graph[n].owner));
+                let fork_row = family.fork_record(i).and_then(|o| self.row_of(o));
                 let origin = fork_row.and_then(|r| self.line_of(r));
                 Span {
                     fork_row,
@@ -187,7 +183,7 @@ impl RowModel {
         let old_steps = self.steps.len();
         self.order = Order::of(family);
         self.total = self.order.total;
-        self.lanes = Lanes::assign(self.spans(session, family));
+        self.lanes = Lanes::assign(self.spans(family));
         let own = self.order.own(grown.line);
         if old_own.is_empty() && !own.is_empty() {
             self.steps.push(own.start);

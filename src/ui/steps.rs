@@ -151,11 +151,7 @@ pub fn summarise(s: &Session, fam: &Family, rows: &RowModel, head: usize, cache:
         };
         let Some(m) = fam.record(r) else { continue };
         if step.time.is_none() && m.role().is_message() {
-            step.time = fam
-                .lines
-                .get(r.line)
-                .and_then(|l| l.nodes.get(r.record))
-                .and_then(|&n| s.graph[n].time);
+            step.time = s.time(r);
         }
         if let Some(t) = m.tokens() {
             step.tokens = Some(t);

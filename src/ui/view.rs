@@ -345,8 +345,8 @@ fn fork_mark(app: &App, fam: &Family, covers: std::ops::Range<usize>) -> Option<
         .forked_from
         .as_ref()
         .and_then(|l| s.fork_point(l))
-        .and_then(|r| fam.lines.get(r.line)?.nodes.get(r.record).copied())
-        .and_then(|n| app.rows.row_of(s.graph[n].owner));
+        .and_then(|r| fam.owner_of(r))
+        .and_then(|o| app.rows.row_of(o));
     if own.is_some_and(|row| covers.contains(&row)) {
         out.push("⑂ copied up to here".into());
     }
@@ -430,10 +430,7 @@ fn describe(
     let time = app
         .session
         .as_ref()
-        .and_then(|s| {
-            let n = *fam.lines.get(r.line)?.nodes.get(r.record)?;
-            s.graph[n].time
-        })
+        .and_then(|_| fam.time(r))
         .map(detail::clock)
         .unwrap_or_default();
     let hidden = if app.rows.step_view {

@@ -1,12 +1,15 @@
 //! Rebuilding one agent's world lines from the record lists its source
-//! found (pure: indexes in, graph out). A world line's parent is the one
-//! before it and the shared prefix the longest run of equal records, unless
-//! the source says where it forks; the first differing record tells why.
+//! found (pure: indexes in, world lines out). A world line's parent is the
+//! one before it and the shared prefix the longest run of equal records,
+//! unless the source says where it forks; the first differing record tells
+//! why. Given the previous snapshot's family, a world line whose records
+//! only grew keeps what its old records decided and looks at the new ones.
 
 use petgraph::graph::NodeIndex;
 use serde::Serialize;
 
-use super::graph::{Edge, Graph, Node, NodeKind, RecordRef};
+use super::graph::RecordRef;
+use super::wire::{Times, Timing};
 use crate::model::{CallKey, Marker, RecordMeta, Role};
 use crate::read::FileIndex;
 use crate::sources::{LineFork, LineInfo};
@@ -92,10 +95,13 @@ pub struct WorldLine {
     pub branch: Option<String>,
     pub parent: Option<usize>,
     pub fork: Option<Fork>,
-    /// Records shared with the parent (the fork point is the last of them).
+    /// Records shared with the parent (the fork point is the last of them);
+    /// records from here on are its own.
     pub shared: usize,
-    /// The graph node of each record of this file, in order.
-    pub nodes: Vec<NodeIndex>,
+    /// Its segment (own records) in the session graph.
+    pub node: NodeIndex,
+    /// When its own records were written, where known.
+    pub times: Times,
     /// The newest world line: what the model sees now.
     pub current: bool,
 }
@@ -129,11 +135,57 @@ pub struct Family {
     pub files: Vec<FileIndex>,
     pub lines: Vec<WorldLine>,
     pub attempts: Vec<DMailAttempt>,
+    /// Per world line, its own Agent/Task calls: (record, tool call id).
+    pub agent_calls: Vec<Vec<(usize, String)>>,
+    /// The time join's state, for the next snapshot.
+    pub timing: Timing,
 }
 
 impl Family {
     pub fn record(&self, r: RecordRef) -> Option<&RecordMeta> {
         self.files.get(r.line)?.records.get(r.record)
+    }
+
+    /// Records in world line `line` (shared prefix included).
+    pub fn line_len(&self, line: usize) -> usize {
+        self.files.get(line).map_or(0, |f| f.records.len())
+    }
+
+    /// The world line that wrote record `record` of world line `line`, and
+    /// where: records before a world line's `shared` are its parent's at
+    /// the same index.
+    pub fn owner(&self, line: usize, record: usize) -> Option<RecordRef> {
+        if record >= self.line_len(line) {
+            return None;
+        }
+        Some(RecordRef {
+            agent: self.agent,
+            line: owner_line(&self.lines, line, record)?,
+            record,
+        })
+    }
+
+    /// `r` named by the world line that wrote it.
+    pub fn owner_of(&self, r: RecordRef) -> Option<RecordRef> {
+        self.owner(r.line, r.record)
+    }
+
+    /// The last record world line `line` shares with its parent (its fork
+    /// point), by owner.
+    pub fn fork_record(&self, line: usize) -> Option<RecordRef> {
+        let shared = self.lines.get(line)?.shared;
+        self.owner(line, shared.checked_sub(1)?)
+    }
+
+    /// The last record of world line `line`, by owner.
+    pub fn last_record(&self, line: usize) -> Option<RecordRef> {
+        self.owner(line, self.line_len(line).checked_sub(1)?)
+    }
+
+    /// The time of record `r` (by owner).
+    pub fn time(&self, r: RecordRef) -> Option<f64> {
+        let o = self.owner_of(r)?;
+        self.lines[o.line].times.at(o.record)
     }
 
     /// Index of the world line whose file is `name`.
@@ -142,28 +194,63 @@ impl Family {
     }
 }
 
-fn node_kind(r: &RecordMeta) -> NodeKind {
-    match (r.role(), r.checkpoint(), r.tokens()) {
-        (Role::SystemPrompt, _, _) => NodeKind::SystemPrompt,
-        (Role::Checkpoint, Some(id), _) => NodeKind::Checkpoint(id),
-        (Role::Usage, _, Some(t)) => NodeKind::Usage(t),
-        (role, _, _) => NodeKind::Message(role.clone()),
+/// The world line among `line` and its ancestors whose own part holds
+/// `record` (which world line `line` has).
+fn owner_line(lines: &[WorldLine], mut line: usize, record: usize) -> Option<usize> {
+    loop {
+        let l = lines.get(line)?;
+        if record >= l.shared {
+            return Some(line);
+        }
+        line = l.parent?;
     }
 }
 
-/// Builds one family's world lines into `graph`.
-/// `forks[i]` says how world line `i` leaves its parent (missing: infer).
+/// Builds one family's world lines. `forks[i]` says how world line `i`
+/// leaves its parent (missing: infer); `stated` and `current` are what the
+/// source states about them ([`apply_stated`]). `prev`: the same agent's
+/// family in the previous snapshot, whose records these extend where
+/// [`crate::read::Records::extends`] says so; what only depends on records
+/// it already had is taken from it.
 pub fn build_family(
     agent: usize,
     files: Vec<FileIndex>,
     forks: &[LineFork],
-    graph: &mut Graph,
+    stated: &[LineInfo],
+    current: Option<usize>,
+    prev: Option<&Family>,
 ) -> Family {
+    let prev = prev.filter(|p| p.agent == agent && p.files.len() == p.lines.len());
+    // Per world line: its length in `prev`, when its records only grew.
+    let grown: Vec<Option<usize>> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let old = prev?.files.get(i)?;
+            f.records.extends(&old.records).then_some(old.records.len())
+        })
+        .collect();
     let mut lines: Vec<WorldLine> = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {
+        let was = prev
+            .and_then(|p| p.lines.get(i))
+            .filter(|_| grown[i].is_some());
         let (parent, shared) = match forks.get(i).copied().unwrap_or_default() {
             LineFork::Infer => match i.checked_sub(1) {
-                Some(p) => (Some(p), shared_prefix_of_files(&files[p], file)),
+                Some(p) => {
+                    let shared = match (was, grown[p], grown[i]) {
+                        (Some(w), Some(plen), Some(olen)) if w.parent == Some(p) => {
+                            // Diverged before either ended: final.
+                            if w.shared < plen && w.shared < olen {
+                                w.shared
+                            } else {
+                                shared_prefix_from(&files[p], file, w.shared)
+                            }
+                        }
+                        _ => shared_prefix_of_files(&files[p], file),
+                    };
+                    (Some(p), shared)
+                }
                 None => (None, 0),
             },
             // A source's word is checked against what it hands over: a
@@ -174,31 +261,32 @@ pub fn build_family(
             }
             LineFork::Explicit { .. } | LineFork::Root => (None, 0),
         };
-        let mut nodes: Vec<NodeIndex> = Vec::with_capacity(file.records.len());
-        if let Some(p) = parent {
-            nodes.extend_from_slice(&lines[p].nodes[..shared]);
-        }
-        for (r, rec) in file.records.iter().enumerate().skip(shared) {
-            let n = graph.add_node(Node {
-                owner: RecordRef {
-                    agent,
-                    line: i,
-                    record: r,
-                },
-                kind: node_kind(rec),
-                time: None,
-            });
-            if let Some(&prev) = nodes.last() {
-                let edge = if r == shared && parent.is_some() {
-                    Edge::Fork
-                } else {
-                    Edge::Next
-                };
-                graph.add_edge(prev, n, edge);
+        let origin = match (parent, shared.checked_sub(1)) {
+            (Some(p), Some(last)) => owner_line(&lines, p, last),
+            _ => None,
+        };
+        let fork = parent.map(|p| {
+            // What the fork is depends on the shared records and the first
+            // own one: unchanged when both were there before (and no
+            // source restates it).
+            let kept = was
+                .filter(|w| {
+                    stated.is_empty()
+                        && w.parent == Some(p)
+                        && w.shared == shared
+                        && grown[p].is_some()
+                        && grown[i].is_some_and(|n| n > shared)
+                })
+                .and_then(|w| w.fork.clone());
+            match kept {
+                Some(mut f) => {
+                    f.origin = origin;
+                    f.sender = None;
+                    f
+                }
+                None => classify(&files[p], file, shared, origin),
             }
-            nodes.push(n);
-        }
-        let fork = parent.map(|p| classify(&files[p], file, shared, &nodes, graph));
+        });
         lines.push(WorldLine {
             index: i,
             file: file.name.clone(),
@@ -206,7 +294,8 @@ pub fn build_family(
             parent,
             fork,
             shared,
-            nodes,
+            node: NodeIndex::end(),
+            times: Times::default(),
             current: i + 1 == files.len(),
         });
     }
@@ -215,15 +304,26 @@ pub fn build_family(
         files,
         lines,
         attempts: Vec::new(),
+        agent_calls: Vec::new(),
+        timing: Timing::default(),
     };
-    link_senders(&mut family, graph);
-    family.attempts = collect_attempts(&family, graph);
+    apply_stated(&mut family, stated, current);
+    // Per world line: its length in `prev` when its own part only grew.
+    let own_grown: Vec<Option<usize>> = (0..family.lines.len())
+        .map(|i| {
+            let w = prev?.lines.get(i)?;
+            grown[i].filter(|_| w.shared == family.lines[i].shared)
+        })
+        .collect();
+    link_senders(&mut family, prev, &grown);
+    family.attempts = collect_attempts(&family, prev, &own_grown);
+    family.agent_calls = collect_agent_calls(&family, prev, &own_grown);
     family
 }
 
 /// Names world lines and their forks as the source states them (Kimi
 /// Code's branches), and marks the one the agent sees now.
-pub fn apply_stated(family: &mut Family, stated: &[LineInfo], current: Option<usize>) {
+fn apply_stated(family: &mut Family, stated: &[LineInfo], current: Option<usize>) {
     for (l, info) in family.lines.iter_mut().zip(stated) {
         l.file = info.label.clone();
         l.branch = info.branch.clone();
@@ -253,7 +353,11 @@ pub use crate::model::shared_prefix;
 /// `_checkpoint c`, and a record with a repeated key is not the same text
 /// once rewritten).
 pub fn shared_prefix_of_files(old: &FileIndex, new: &FileIndex) -> usize {
-    let mut n = 0;
+    shared_prefix_from(old, new, 0)
+}
+
+/// [`shared_prefix_of_files`], knowing the first `n` records are shared.
+fn shared_prefix_from(old: &FileIndex, new: &FileIndex, mut n: usize) -> usize {
     loop {
         n += shared_prefix(&old.records[n..], &new.records[n..]);
         if n < old.records.len()
@@ -267,17 +371,7 @@ pub fn shared_prefix_of_files(old: &FileIndex, new: &FileIndex) -> usize {
     }
 }
 
-fn classify(
-    parent: &FileIndex,
-    file: &FileIndex,
-    shared: usize,
-    nodes: &[NodeIndex],
-    g: &Graph,
-) -> Fork {
-    let origin = shared
-        .checked_sub(1)
-        .and_then(|last| nodes.get(last))
-        .map(|&n| g[n].owner.line);
+fn classify(parent: &FileIndex, file: &FileIndex, shared: usize, origin: Option<usize>) -> Fork {
     let prefix = &file.records[..shared];
     let first = file.records.get(shared);
     let mut fork = Fork {
@@ -321,10 +415,11 @@ fn looks_cleared(prefix: &[RecordMeta], first: Option<&RecordMeta>, parent: &Fil
 }
 
 /// Links each D-Mail fork to the SendDMail call in the abandoned world line:
-/// the last accepted call with the same checkpoint and message.
-fn link_senders(family: &mut Family, g: &mut Graph) {
+/// the last accepted call with the same checkpoint and message. Kept from
+/// `prev` when the fork and its parent's records are unchanged.
+fn link_senders(family: &mut Family, prev: Option<&Family>, grown: &[Option<usize>]) {
     for i in 1..family.lines.len() {
-        let Some(fork) = family.lines[i].fork.clone() else {
+        let Some(fork) = &family.lines[i].fork else {
             continue;
         };
         let (Some(cp), Some(msg)) = (fork.checkpoint, fork.message.as_ref()) else {
@@ -334,27 +429,39 @@ fn link_senders(family: &mut Family, g: &mut Graph) {
             continue;
         };
         let pfile = &family.files[parent];
-        let sender = pfile.records.iter().enumerate().rev().find_map(|(r, rec)| {
-            rec.tool_calls().iter().find_map(|call| {
-                let args = call.dmail()?;
-                let refused = matches!(result_of(pfile, r, call.key()), Some(Err(_)));
-                (args.checkpoint_id == cp && &args.message == msg && !refused)
-                    .then(|| (r, call.id().unwrap_or_default().to_string()))
+        let kept = prev.and_then(|p| {
+            let w = p.lines.get(i).filter(|_| grown[i].is_some())?;
+            let wf = w.fork.as_ref()?;
+            let same = w.parent == Some(parent)
+                && w.shared == family.lines[i].shared
+                && wf.checkpoint == Some(cp)
+                && wf.message.as_ref() == Some(msg)
+                && grown[parent] == Some(pfile.records.len());
+            same.then(|| {
+                wf.sender
+                    .as_ref()
+                    .map(|s| (s.call.record, s.tool_call_id.clone()))
             })
         });
+        let sender = match kept {
+            Some(s) => s,
+            None => pfile.records.iter().enumerate().rev().find_map(|(r, rec)| {
+                rec.tool_calls().iter().find_map(|call| {
+                    let args = call.dmail()?;
+                    let refused = matches!(result_of(pfile, r, call.key()), Some(Err(_)));
+                    (args.checkpoint_id == cp && &args.message == msg && !refused)
+                        .then(|| (r, call.id().unwrap_or_default().to_string()))
+                })
+            }),
+        };
         let Some((r, tool_call_id)) = sender else {
             continue;
         };
-        let sender_node = family.lines[parent].nodes[r];
-        let sender_ref = g[sender_node].owner;
-        if let Some(&injection) = family.lines[i].nodes.get(family.lines[i].shared) {
-            g.add_edge(sender_node, injection, Edge::DMail);
-        }
+        let Some(call) = family.owner(parent, r) else {
+            continue;
+        };
         if let Some(f) = family.lines[i].fork.as_mut() {
-            f.sender = Some(Sender {
-                call: sender_ref,
-                tool_call_id,
-            });
+            f.sender = Some(Sender { call, tool_call_id });
         }
     }
 }
@@ -372,14 +479,40 @@ fn result_of(file: &FileIndex, from: usize, call_id: CallKey) -> Option<Result<(
     })
 }
 
-/// Every SendDMail call, once: calls are listed where they were first written.
-fn collect_attempts(family: &Family, g: &Graph) -> Vec<DMailAttempt> {
+/// Every SendDMail call, once: calls are listed where they were first
+/// written. A world line whose own part only grew since `prev` keeps its
+/// attempts, looks for the results still missing in its new records, and
+/// reads only those for new calls.
+fn collect_attempts(
+    family: &Family,
+    prev: Option<&Family>,
+    own_grown: &[Option<usize>],
+) -> Vec<DMailAttempt> {
     let mut out = Vec::new();
+    let old: &[DMailAttempt] = prev.map_or(&[], |p| &p.attempts);
+    let mut k = 0;
     for (i, file) in family.files.iter().enumerate() {
-        for (r, rec) in file.records.iter().enumerate() {
-            if g[family.lines[i].nodes[r]].owner.line != i {
-                continue;
+        let mut from = family.lines[i].shared;
+        while k < old.len() && old[k].call.line < i {
+            k += 1;
+        }
+        if let Some(n) = own_grown[i] {
+            while k < old.len() && old[k].call.line == i {
+                let mut a = old[k].clone();
+                if a.accepted.is_none() {
+                    // D-Mail call ids are kept as text (`keeps_call_id`).
+                    let key = CallKey::of(&a.tool_call_id);
+                    if let Some(res) = result_of(file, n.max(a.call.record), key) {
+                        a.accepted = Some(res.is_ok());
+                        a.error = res.err();
+                    }
+                }
+                out.push(a);
+                k += 1;
             }
+            from = from.max(n);
+        }
+        for (r, rec) in file.records.iter().enumerate().skip(from) {
             for call in &rec.tool_calls() {
                 let (checkpoint_id, message, arguments_error) = match call.dmail() {
                     Some(args) => (args.checkpoint_id, args.message.clone(), None),
@@ -391,29 +524,63 @@ fn collect_attempts(family: &Family, g: &Graph) -> Vec<DMailAttempt> {
                     None => continue,
                 };
                 let result = result_of(file, r, call.key());
-                let call_ref = RecordRef {
-                    agent: family.agent,
-                    line: i,
-                    record: r,
-                };
-                let caused = family.lines.iter().position(|l| {
-                    l.fork
-                        .as_ref()
-                        .and_then(|f| f.sender.as_ref())
-                        .is_some_and(|s| s.call == call_ref && call.is(&s.tool_call_id))
-                });
                 out.push(DMailAttempt {
-                    call: call_ref,
+                    call: RecordRef {
+                        agent: family.agent,
+                        line: i,
+                        record: r,
+                    },
                     tool_call_id: call.id().unwrap_or_default().to_string(),
                     checkpoint_id,
                     message,
                     accepted: result.as_ref().map(|r| r.is_ok()),
                     error: result.and_then(|r| r.err()),
-                    caused,
+                    caused: None,
                     arguments_error,
                 });
             }
         }
     }
+    let causes: Vec<(&Sender, usize)> = family
+        .lines
+        .iter()
+        .enumerate()
+        .filter_map(|(i, l)| Some((l.fork.as_ref()?.sender.as_ref()?, i)))
+        .collect();
+    for a in &mut out {
+        a.caused = causes
+            .iter()
+            .find(|(s, _)| s.call == a.call && s.tool_call_id == a.tool_call_id)
+            .map(|&(_, i)| i);
+    }
     out
+}
+
+/// Tool names that start a subagent (`Task` until kimi-cli 1.24).
+pub const AGENT_TOOLS: [&str; 2] = ["Agent", "Task"];
+
+/// Each world line's own Agent/Task calls, kept from `prev` for the
+/// records it had.
+fn collect_agent_calls(
+    family: &Family,
+    prev: Option<&Family>,
+    own_grown: &[Option<usize>],
+) -> Vec<Vec<(usize, String)>> {
+    (0..family.lines.len())
+        .map(|i| {
+            let kept = own_grown[i].and_then(|n| Some((n, prev?.agent_calls.get(i)?)));
+            let (mut calls, from) = match kept {
+                Some((n, old)) => (old.clone(), n.max(family.lines[i].shared)),
+                None => (Vec::new(), family.lines[i].shared),
+            };
+            for (r, rec) in family.files[i].records.iter().enumerate().skip(from) {
+                for call in &rec.tool_calls() {
+                    if AGENT_TOOLS.contains(&call.name()) {
+                        calls.push((r, call.id().unwrap_or_default().to_string()));
+                    }
+                }
+            }
+            calls
+        })
+        .collect()
 }

@@ -412,7 +412,7 @@ impl Map {
             return Map::default();
         };
         let order = Order::of(&main.family);
-        let mut map = Map::of_family(s, &main.family, &order);
+        let mut map = Map::of_family(&main.family, &order);
         map.session_parts(s, &order, None);
         map
     }
@@ -475,10 +475,10 @@ impl Map {
     }
 
     /// One agent's map (no subagents).
-    pub fn of_family(s: &Session, family: &Family, order: &Order) -> Map {
+    pub fn of_family(family: &Family, order: &Order) -> Map {
         let step_mark = StepMark::of(family);
         let mut tracks: Vec<Track> = (0..family.lines.len())
-            .map(|i| track(s, family, order, step_mark, i))
+            .map(|i| track(family, order, step_mark, i))
             .collect();
         set_states(&mut tracks, family);
         let arcs: Vec<DMailArc> = family
@@ -537,7 +537,7 @@ impl Map {
             t.own = order.own(i);
         }
         if grown.added {
-            self.tracks.push(track(new, nf, &order, mark, grown.line));
+            self.tracks.push(track(nf, &order, mark, grown.line));
         }
         // A rotation renames the line it leaves and makes its successor's
         // fork say what happened to it.
@@ -639,7 +639,7 @@ impl Map {
 }
 
 /// The track of world line `i`.
-fn track(s: &Session, family: &Family, order: &Order, mark: StepMark, i: usize) -> Track {
+fn track(family: &Family, order: &Order, mark: StepMark, i: usize) -> Track {
     let (line, file) = (&family.lines[i], &family.files[i]);
     let own = order.own(i);
     let mut ticks = Vec::new();
@@ -650,14 +650,9 @@ fn track(s: &Session, family: &Family, order: &Order, mark: StepMark, i: usize) 
         i,
         line.shared..file.records.len(),
     );
-    let fork_x = line
-        .shared
-        .checked_sub(1)
-        .and_then(|last| line.nodes.get(last))
-        .and_then(|&n| {
-            let o = s.graph.node_weight(n)?.owner;
-            order.x_of(o.line, o.record)
-        });
+    let fork_x = family
+        .fork_record(i)
+        .and_then(|o| order.x_of(o.line, o.record));
     Track {
         line: i,
         name: line_name(i),
@@ -797,8 +792,7 @@ fn fork_track(
     // to an older line).
     let (host_line, x) = at
         .and_then(|r| {
-            let n = *family.lines.get(r.line)?.nodes.get(r.record)?;
-            let x = owner_of(family, order, r.line, n)?;
+            let x = owner_of(family, order, r.line, r.record)?;
             Some((order.line_of(x)?, x))
         })
         .unwrap_or((0, 0));
@@ -877,11 +871,7 @@ fn arc_of(family: &Family, order: &Order, a: &super::DMailAttempt) -> Option<DMa
     let to_x = before
         .iter()
         .rposition(|r| *r.role() == Role::Checkpoint && r.checkpoint() == Some(a.checkpoint_id))
-        .and_then(|r| {
-            let n = *family.lines.get(line)?.nodes.get(r)?;
-            Some(n)
-        })
-        .and_then(|n| owner_of(family, order, line, n));
+        .and_then(|r| owner_of(family, order, line, r));
     let outcome = match (a.caused, a.accepted) {
         (Some(k), _) => Outcome::Landed(k),
         (None, Some(false)) => Outcome::Refused(sanitize_line(
@@ -901,25 +891,11 @@ fn arc_of(family: &Family, order: &Order, a: &super::DMailAttempt) -> Option<DMa
     })
 }
 
-/// x of node `n` of world line `line`: shared records belong to the line
-/// that wrote them, found by walking back along the parents.
-fn owner_of(
-    family: &Family,
-    order: &Order,
-    line: usize,
-    n: petgraph::graph::NodeIndex,
-) -> Option<usize> {
-    let mut cur = Some(line);
-    // Parents point to older lines; the bound guards odd data.
-    for _ in 0..=family.lines.len() {
-        let l = &family.lines[cur?];
-        let pos = l.nodes.iter().position(|&m| m == n)?;
-        if pos >= l.shared || l.parent.is_none() {
-            return order.x_of(l.index, pos);
-        }
-        cur = l.parent;
-    }
-    None
+/// x of record `record` of world line `line`: shared records belong to the
+/// line that wrote them.
+fn owner_of(family: &Family, order: &Order, line: usize, record: usize) -> Option<usize> {
+    let o = family.owner(line, record)?;
+    order.x_of(o.line, o.record)
 }
 
 /// The one-line reason a world line exists.

@@ -13,11 +13,9 @@ pub mod wire;
 
 use std::path::{Path, PathBuf};
 
-use petgraph::graph::NodeIndex;
-
 pub use family::{DMailAttempt, Family, Fork, ForkKind, Sender, WorldLine};
-pub use graph::{Edge, Graph, Node, NodeKind, RecordRef};
-pub use wire::{TurnTiming, WireLog};
+pub use graph::{Edge, Graph, RecordRef, Segment};
+pub use wire::{Times, Timing, TurnTiming, WireLog};
 
 pub use crate::sources::{
     AgentFiles, AgentParts, LineFork, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
@@ -38,11 +36,12 @@ pub struct Agent {
     pub parent_tool_call_id: Option<String>,
     /// The line of that call in the parent's wire (Kimi Code).
     pub parent_line: Option<u32>,
-    pub turns: Vec<TurnTiming>,
     /// Compactions that are marks on a world line, not forks (Kimi Code).
     pub compactions: Vec<LineMark>,
     /// Old undos a newer Kimi Code treats as already applied.
     pub folded_undos: Vec<LineMark>,
+    /// How its source said to find `parent_call`.
+    pub link: ParentLink,
 }
 
 #[derive(Debug, Clone)]
@@ -53,12 +52,27 @@ pub struct Session {
     pub tool: Tool,
     /// `agents[0]` is the main agent; the rest are subagents.
     pub agents: Vec<Agent>,
+    /// One node per world-line segment (see [`graph`]).
     pub graph: Graph,
     pub warnings: Vec<Warning>,
     /// The session this one was made from (`/fork`, `/undo`).
     pub forked_from: Option<SessionLink>,
     /// Sessions made from this one, fewest shared records first.
     pub forks: Vec<SessionLink>,
+}
+
+impl PartialEq for Session {
+    fn eq(&self, o: &Session) -> bool {
+        self.dir == o.dir
+            && self.id == o.id
+            && self.title == o.title
+            && self.tool == o.tool
+            && self.agents == o.agents
+            && graph::same_graph(&self.graph, &o.graph)
+            && self.warnings == o.warnings
+            && self.forked_from == o.forked_from
+            && self.forks == o.forks
+    }
 }
 
 impl Session {
@@ -89,30 +103,36 @@ impl Session {
 
     /// Rebuilds a session from what a source found (pure).
     pub fn build(parts: SessionParts) -> Session {
-        let mut graph = Graph::default();
+        Session::build_from(parts, None)
+    }
+
+    /// [`Session::build`], reusing what `prev` (built from earlier parts of
+    /// the same session) derived from records that are still there: the
+    /// follower's snapshot after an append costs the appended records and
+    /// the world lines, not the session. Equal to `build(parts)` whenever
+    /// each agent's wire log in `parts` continues the one `prev` was built
+    /// from (a follower passes `None` after a wire was read again); records
+    /// are checked ([`crate::read::Records::extends`]), and an agent or
+    /// world line that did not just grow is rebuilt.
+    pub fn build_from(parts: SessionParts, prev: Option<&Session>) -> Session {
+        let prev = prev.filter(|p| p.tool == parts.tool && p.dir == parts.dir);
         let mut agents = Vec::with_capacity(parts.agents.len());
-        let mut links = Vec::with_capacity(parts.agents.len());
         let mut warnings = Vec::new();
         for (i, af) in parts.agents.into_iter().enumerate() {
             for f in &af.files {
                 warnings.extend(f.reported_warnings());
             }
             warnings.extend(af.warnings.iter().cloned());
-            let mut family = family::build_family(i, af.files, &af.forks, &mut graph);
-            family::apply_stated(&mut family, &af.lines, af.current);
-            if let Some(w) = &af.wire {
-                wire::join_times(&family, w, &mut graph);
-            }
-            // Times the source read with the records, on the records each
-            // world line owns.
-            for (l, when) in family.lines.iter().zip(&af.times) {
-                for (&n, &t) in l.nodes.iter().zip(when).skip(l.shared) {
-                    if t.is_some() {
-                        graph[n].time = t;
-                    }
-                }
-            }
-            links.push(af.link);
+            // The same agent: subagents can share a directory, and their
+            // order can change; a wire belongs to one agent.
+            let id = |m: &Option<SubagentMeta>| m.as_ref().map(|m| m.agent_id.clone());
+            let was = prev
+                .and_then(|p| p.agents.get(i))
+                .filter(|a| a.dir == af.dir && id(&a.meta) == id(&af.meta))
+                .map(|a| &a.family);
+            let mut family =
+                family::build_family(i, af.files, &af.forks, &af.lines, af.current, was);
+            wire::join_times(&mut family, af.wire.as_ref(), &af.times, was);
             agents.push(Agent {
                 dir: af.dir,
                 family,
@@ -120,25 +140,26 @@ impl Session {
                 parent_call: None,
                 parent_tool_call_id: None,
                 parent_line: af.parent_line,
-                turns: af.wire.map(|w| w.turns).unwrap_or_default(),
                 compactions: af.compactions,
                 folded_undos: af.folded_undos,
+                link: af.link,
             });
         }
         if agents.is_empty() {
             agents.push(Agent {
                 dir: parts.dir.clone(),
-                family: family::build_family(0, Vec::new(), &[], &mut graph),
+                family: family::build_family(0, Vec::new(), &[], &[], None, None),
                 meta: None,
                 parent_call: None,
                 parent_tool_call_id: None,
                 parent_line: None,
-                turns: Vec::new(),
                 compactions: Vec::new(),
                 folded_undos: Vec::new(),
+                link: ParentLink::None,
             });
         }
-        link_subagents(&mut agents, &links, &mut graph);
+        link_subagents(&mut agents, prev);
+        let graph = build_graph(&mut agents);
         Session {
             id: parts.id,
             title: parts.title,
@@ -217,72 +238,166 @@ impl Session {
         read::load_line_head(&file.path, meta, max)
     }
 
-    /// The nodes of one world line, root first.
-    pub fn walk(&self, agent: usize, line: usize) -> &[NodeIndex] {
-        self.agents
-            .get(agent)
-            .and_then(|a| a.family.lines.get(line))
-            .map(|l| l.nodes.as_slice())
-            .unwrap_or(&[])
+    /// The records of one world line, root first, each named by the world
+    /// line that wrote it.
+    pub fn walk(&self, agent: usize, line: usize) -> Vec<RecordRef> {
+        let Some(f) = self.agents.get(agent).map(|a| &a.family) else {
+            return Vec::new();
+        };
+        f.last_record(line)
+            .map(|r| graph::path_from_root(f, r))
+            .unwrap_or_default()
+    }
+
+    /// When record `r` was written (Unix seconds), where known.
+    pub fn time(&self, r: RecordRef) -> Option<f64> {
+        self.agents.get(r.agent)?.family.time(r)
     }
 }
 
-/// Attaches each subagent to the parent's call that ran it, as its source
-/// says to find it.
-fn link_subagents(agents: &mut [Agent], links: &[ParentLink], graph: &mut Graph) {
-    for sub in 1..agents.len() {
-        let found = match links.get(sub) {
-            Some(ParentLink::AgentId(id)) => find_agent_call(&agents[0].family, id),
-            Some(ParentLink::Nth(n)) => nth_agent_call(&agents[0].family, graph, *n),
-            Some(ParentLink::ToolCallId(id)) => find_call(&agents[0].family, id),
-            Some(ParentLink::None) | None => None,
-        };
-        let Some((call, call_id)) = found else {
+/// One node per world line; `Fork`, `DMail` and `Subagent` edges.
+fn build_graph(agents: &mut [Agent]) -> Graph {
+    let mut g = Graph::default();
+    for (a, ag) in agents.iter_mut().enumerate() {
+        for (line, l) in ag.family.lines.iter_mut().enumerate() {
+            l.node = g.add_node(Segment { agent: a, line });
+        }
+    }
+    for ag in agents.iter() {
+        let f = &ag.family;
+        for (i, l) in f.lines.iter().enumerate() {
+            if let Some(at) = f.fork_record(i) {
+                g.add_edge(
+                    f.lines[at.line].node,
+                    l.node,
+                    Edge::Fork { record: at.record },
+                );
+            }
+            let sender = l.fork.as_ref().and_then(|k| k.sender.as_ref());
+            if let Some(s) = sender.filter(|_| l.shared < f.line_len(i)) {
+                g.add_edge(
+                    f.lines[s.call.line].node,
+                    l.node,
+                    Edge::DMail {
+                        call: s.call.record,
+                    },
+                );
+            }
+        }
+    }
+    let main = &agents[0].family;
+    for sub in &agents[1..] {
+        let Some(call) = sub.parent_call.and_then(|c| main.owner_of(c)) else {
             continue;
         };
-        agents[sub].parent_call = Some(call);
-        agents[sub].parent_tool_call_id = Some(call_id);
-        let parent_node = agents[0].family.lines[call.line].nodes[call.record];
-        if let Some(&first) = agents[sub]
+        if let Some(first) = sub
             .family
             .lines
             .first()
-            .and_then(|l| l.nodes.first())
+            .filter(|_| sub.family.line_len(0) > 0)
         {
-            graph.add_edge(parent_node, first, Edge::Subagent);
+            g.add_edge(
+                main.lines[call.line].node,
+                first.node,
+                Edge::Subagent { call: call.record },
+            );
         }
+    }
+    g
+}
+
+/// Attaches each subagent to the parent's call that ran it, as its source
+/// says to find it. With `prev`, a subagent keeps the call it had unless
+/// the main agent's records changed other than by appending, or an
+/// appended record may name it.
+fn link_subagents(agents: &mut [Agent], prev: Option<&Session>) {
+    let main = &agents[0].family;
+    let appended = prev.and_then(|p| appended_since(main, &p.agents.first()?.family));
+    let mut found = Vec::with_capacity(agents.len());
+    for sub in &agents[1..] {
+        let kept = prev.zip(appended.as_ref()).and_then(|(p, new)| {
+            let was = p
+                .agents
+                .iter()
+                .skip(1)
+                .find(|a| a.dir == sub.dir && a.link == sub.link)?;
+            let old = was.parent_call.zip(was.parent_tool_call_id.clone());
+            let new_records = || {
+                new.iter()
+                    .flat_map(|&(i, from)| main.files[i].records[from..].iter())
+            };
+            let named = match &sub.link {
+                ParentLink::AgentId(id) => new_records().any(|r| {
+                    matches!(r.marker().as_deref(), Some(Marker::AgentResult(f)) if f == id)
+                        || (old.is_none() && !r.tool_calls().is_empty())
+                }),
+                ParentLink::ToolCallId(id) => {
+                    new_records().any(|r| r.tool_calls().iter().any(|c| c.is(id)))
+                }
+                // Counted from the kept list of calls: cheap.
+                ParentLink::Nth(_) => true,
+                ParentLink::None => false,
+            };
+            (!named).then_some(old)
+        });
+        found.push(match kept {
+            Some(old) => old,
+            None => match &sub.link {
+                ParentLink::AgentId(id) => find_agent_call(main, id),
+                ParentLink::Nth(n) => nth_agent_call(main, *n),
+                ParentLink::ToolCallId(id) => find_call(main, id),
+                ParentLink::None => None,
+            },
+        });
+    }
+    for (sub, f) in agents[1..].iter_mut().zip(found) {
+        (sub.parent_call, sub.parent_tool_call_id) = f.unzip();
     }
 }
 
-/// Tool names that start a subagent (`Task` until kimi-cli 1.24).
-const AGENT_TOOLS: [&str; 2] = ["Agent", "Task"];
+/// Where `now` has records `prev` did not, when it only grew: per world
+/// line, the first new own record. `None` when a world line changed.
+fn appended_since(now: &Family, prev: &Family) -> Option<Vec<(usize, usize)>> {
+    if now.lines.len() < prev.lines.len() {
+        return None;
+    }
+    let mut out = Vec::new();
+    for (i, l) in now.lines.iter().enumerate() {
+        match prev.lines.get(i) {
+            Some(w) => {
+                let same = w.shared == l.shared
+                    && w.parent == l.parent
+                    && now.files[i].records.extends(&prev.files[i].records);
+                if !same {
+                    return None;
+                }
+                let from = prev.line_len(i).max(l.shared);
+                if from < now.line_len(i) {
+                    out.push((i, from));
+                }
+            }
+            None => out.push((i, l.shared.min(now.line_len(i)))),
+        }
+    }
+    Some(out)
+}
 
 /// The `n`-th subagent call of the main agent, in the order calls were
 /// written (each record counted once, where it was first written).
-fn nth_agent_call(main: &Family, g: &Graph, n: usize) -> Option<(RecordRef, String)> {
-    let mut seen = 0;
-    for (i, line) in main.lines.iter().enumerate() {
-        for (r, &node) in line.nodes.iter().enumerate() {
-            if g[node].owner.line != i {
-                continue;
-            }
-            for call in &main.files[i].records[r].tool_calls() {
-                if !AGENT_TOOLS.contains(&call.name()) {
-                    continue;
-                }
-                if seen == n {
-                    let at = RecordRef {
-                        agent: main.agent,
-                        line: i,
-                        record: r,
-                    };
-                    return Some((at, call.id().unwrap_or_default().to_string()));
-                }
-                seen += 1;
-            }
-        }
-    }
-    None
+fn nth_agent_call(main: &Family, n: usize) -> Option<(RecordRef, String)> {
+    main.agent_calls
+        .iter()
+        .enumerate()
+        .flat_map(|(line, calls)| calls.iter().map(move |c| (line, c)))
+        .nth(n)
+        .map(|(line, (record, id))| {
+            let at = RecordRef {
+                agent: main.agent,
+                line,
+                record: *record,
+            };
+            (at, id.clone())
+        })
 }
 
 /// The record holding the tool call `call_id`.
@@ -306,7 +421,7 @@ fn find_call(main: &Family, call_id: &str) -> Option<(RecordRef, String)> {
 /// The Agent call (and its id) whose tool result says `agent_id: <id>`.
 fn find_agent_call(main: &Family, agent_id: &str) -> Option<(RecordRef, String)> {
     for (i, file) in main.files.iter().enumerate() {
-        for rec in &file.records {
+        for rec in file.records.iter() {
             let marker = rec.marker();
             let Some(Marker::AgentResult(found)) = marker.as_deref() else {
                 continue;

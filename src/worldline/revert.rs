@@ -66,7 +66,7 @@ pub fn target_of(session: &Session, agent: usize, r: RecordRef) -> Result<Target
         _ => return Err(NotATarget::NotACheckpoint),
     };
     let current = current_line(f).ok_or(NotATarget::NotCurrent)?;
-    if position_on(session, f, current, record).is_none() {
+    if position_on(f, current, record).is_none() {
         return Err(NotATarget::NotCurrent);
     }
     Ok(Target {
@@ -95,12 +95,8 @@ fn checkpoint_before_note(f: &Family, note: RecordRef, n: i64) -> (RecordRef, i6
 }
 
 /// Index of record `r` (by owner) in world line `line`.
-fn position_on(session: &Session, f: &Family, line: usize, r: RecordRef) -> Option<usize> {
-    f.lines
-        .get(line)?
-        .nodes
-        .iter()
-        .position(|&n| session.graph[n].owner == r)
+fn position_on(f: &Family, line: usize, r: RecordRef) -> Option<usize> {
+    (f.owner(line, r.record)? == r).then_some(r.record)
 }
 
 /// How many records of the current world line the revert discards: kimi-cli
@@ -111,15 +107,14 @@ fn position_on(session: &Session, f: &Family, line: usize, r: RecordRef) -> Opti
 pub fn discarded(session: &Session, t: &Target) -> Option<Discard> {
     let f = &session.agents.get(t.agent)?.family;
     let current = current_line(f)?;
-    let i = position_on(session, f, current, t.record)?;
-    let nodes = &f.lines[current].nodes;
-    let next = nodes.get(i + 1).map(|&n| session.graph[n].owner);
+    let i = position_on(f, current, t.record)?;
+    let next = f.owner(current, i + 1);
     let after_note = next
         .and_then(|r| f.record(r))
         .is_some_and(|m| matches!(m.marker().as_deref(), Some(Marker::CheckpointNote(_))));
     let kept = i + 1 + usize::from(after_note);
     Some(Discard {
-        records: nodes.len().saturating_sub(kept),
+        records: f.line_len(current).saturating_sub(kept),
         line: current,
         after_note,
     })
@@ -142,9 +137,7 @@ pub fn landing(session: &Session, sent: &SentDMail) -> Option<(usize, usize, Rec
                 && fork.message.as_deref().map(str::trim) == Some(sent.message.trim());
             same.then_some(i)
         })?;
-    let l = &f.lines[line];
-    let &n = l.nodes.get(l.shared)?;
-    Some((agent, line, session.graph[n].owner))
+    Some((agent, line, f.owner(line, f.lines[line].shared)?))
 }
 
 /// One side effect a revert leaves in place.
@@ -231,8 +224,7 @@ pub type Loader<'a> = dyn FnMut(RecordRef) -> Option<Body> + 'a;
 /// revert will not undo. `None` when the target is no longer current.
 pub fn kept_by_revert(session: &Session, t: &Target, load: &mut Loader) -> Option<Kept> {
     let d = discarded(session, t)?;
-    let l = &session.agents.get(t.agent)?.family.lines[d.line];
-    let from = l.nodes.len() - d.records;
+    let from = session.agents.get(t.agent)?.family.line_len(d.line) - d.records;
     Some(kept_in(session, t.agent, d.line, from, load))
 }
 
@@ -258,13 +250,7 @@ pub fn kept_at_landing(
 /// subagents' included.
 fn kept_in(session: &Session, agent: usize, line: usize, from: usize, load: &mut Loader) -> Kept {
     let mut kept = Kept::default();
-    let nodes = session.walk(agent, line);
-    let refs: Vec<RecordRef> = nodes
-        .get(from..)
-        .unwrap_or(&[])
-        .iter()
-        .map(|&n| session.graph[n].owner)
-        .collect();
+    let refs: Vec<RecordRef> = session.walk(agent, line).into_iter().skip(from).collect();
     collect(session, &refs, None, load, &mut kept);
     kept
 }
@@ -397,11 +383,7 @@ fn subagent_changes(session: &Session, call: RecordRef, load: &mut Loader, kept:
         let Some(line) = current_line(&a.family) else {
             continue;
         };
-        let refs: Vec<RecordRef> = session
-            .walk(i, line)
-            .iter()
-            .map(|&n| session.graph[n].owner)
-            .collect();
+        let refs: Vec<RecordRef> = session.walk(i, line);
         let id = a.meta.as_ref().map(|m| m.agent_id.clone());
         collect(
             session,
@@ -525,10 +507,8 @@ mod tests {
     /// The checkpoint record with id `c` on the current world line.
     fn checkpoint(s: &Session, c: i64) -> RecordRef {
         let f = s.main();
-        let l = &f.lines[current_line(f).unwrap()];
-        l.nodes
-            .iter()
-            .map(|&n| s.graph[n].owner)
+        s.walk(0, current_line(f).unwrap())
+            .into_iter()
             .find(|&r| {
                 let m = s.record(r).unwrap();
                 *m.role() == Role::Checkpoint && m.checkpoint() == Some(c)
@@ -648,12 +628,11 @@ mod tests {
         let f = s.main();
         let cur = current_line(f).unwrap();
         // A record that is no checkpoint, and a checkpoint of the old line.
-        let answer = s.graph[*f.lines[cur].nodes.last().unwrap()].owner;
+        let answer = f.last_record(cur).unwrap();
         assert_eq!(target_of(&s, 0, answer), Err(NotATarget::NotACheckpoint));
-        let old = f.lines[0]
-            .nodes
-            .iter()
-            .map(|&n| s.graph[n].owner)
+        let old = s
+            .walk(0, 0)
+            .into_iter()
             .find(|&r| r.line == 0 && s.record(r).unwrap().checkpoint() == Some(3))
             .unwrap();
         assert_eq!(target_of(&s, 0, old), Err(NotATarget::NotCurrent));

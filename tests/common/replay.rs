@@ -196,6 +196,16 @@ fn clone_ops(ops: &[Op]) -> Vec<Op> {
 
 /// Replays the session at `src` into the (existing, empty) directory `dst`.
 pub fn replay(src: &Path, dst: &Path, seed: u64) {
+    run(src, dst, seed, true, || {});
+}
+
+/// [`replay`] without pauses, calling `each` after every write, rename or
+/// new file.
+pub fn replay_steps(src: &Path, dst: &Path, seed: u64, each: impl FnMut()) {
+    run(src, dst, seed, false, each);
+}
+
+fn run(src: &Path, dst: &Path, seed: u64, pause: bool, mut each: impl FnMut()) {
     let mut rng = Rng::new(seed);
     let ops = plan(src, dst, &mut rng);
     for op in ops {
@@ -212,10 +222,11 @@ pub fn replay(src: &Path, dst: &Path, seed: u64) {
                     .open(&path)
                     .unwrap();
                 f.write_all(&bytes).unwrap();
-                if !fast && rng.range(0, 9) < 5 {
+                if pause && !fast && rng.range(0, 9) < 5 {
                     std::thread::sleep(Duration::from_micros(rng.range(0, 4000) as u64));
                 }
             }
         }
+        each();
     }
 }
