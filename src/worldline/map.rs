@@ -93,9 +93,8 @@ pub struct Appended {
 
 impl Appended {
     /// `Some` when `new` is `old` grown as above (or unchanged). Records
-    /// are compared by count and the last old record: a file's record list
-    /// only ever grows (`read::Records`), and a rewritten file is a
-    /// different list.
+    /// are compared by `read::Records::extends`: O(1) for a follower's
+    /// snapshots, which share their lists.
     pub fn between(old: &Family, new: &Family) -> Option<Appended> {
         let n = old.lines.len();
         let added = new.lines.len() == n + 1;
@@ -124,7 +123,7 @@ impl Appended {
                 && ol.shared == nl.shared
                 && (added || ol.current == nl.current);
             let (a, b) = (of.records.len(), nf.records.len());
-            if !same_line || b < a || a > 0 && of.records[a - 1] != nf.records[a - 1] {
+            if !same_line || !nf.records.extends(&of.records) {
                 return None;
             }
             if b > a {
