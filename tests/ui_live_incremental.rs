@@ -146,7 +146,15 @@ fn grow(src: &Path, dst: &Path, code: bool, seed: u64, max_chunk: usize, mut ste
         let i = open[rng.range(0, open.len() - 1)];
         let (f, l) = at[i];
         let (path, to, lines) = &streams[i].files[f];
-        let n = rng.range(1, max_chunk).min(lines.len() - l);
+        let mut n = rng.range(1, max_chunk);
+        if l == 0 && f > 0 {
+            // kimi-cli copies a reverted line's prefix in one quick loop,
+            // then writes the checkpoint, its note and the D-Mail.
+            let before = &streams[i].files[f - 1].2;
+            let common = lines.iter().zip(before).take_while(|(a, b)| a == b).count();
+            n = common + rng.range(1, 3);
+        }
+        let n = n.min(lines.len() - l);
         let mut out = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -157,6 +165,7 @@ fn grow(src: &Path, dst: &Path, code: bool, seed: u64, max_chunk: usize, mut ste
         }
         drop(out);
         at[i].1 += n;
+        step();
         if at[i].1 >= lines.len() {
             // This world line is done: rotate it away, begin the next.
             if let Some(to) = to {
@@ -167,7 +176,6 @@ fn grow(src: &Path, dst: &Path, code: bool, seed: u64, max_chunk: usize, mut ste
                 fs::File::create(next).unwrap();
             }
         }
-        step();
     }
 }
 
@@ -338,6 +346,7 @@ fn row_model_and_map_extend_equal_built_along_a_growing_session() {
     let dst = tmp.path().join("s");
     let mut prev: Option<(Session, RowModel, Map)> = None;
     let mut extended = 0;
+    let mut added = 0;
     grow(&src, &dst, false, 7, 2, || {
         let Ok(s) = Session::load(&dst) else { return };
         let filter = Default::default();
@@ -348,6 +357,7 @@ fn row_model_and_map_extend_equal_built_along_a_growing_session() {
                     assert_eq!(rows, RowModel::build(&s, 0, &filter));
                     assert_eq!(map, Map::of_session(&s));
                     extended += 1;
+                    added += usize::from(g.added);
                 }
             }
         }
@@ -356,6 +366,7 @@ fn row_model_and_map_extend_equal_built_along_a_growing_session() {
         prev = Some((s, rows, map));
     });
     assert!(extended > 3, "{extended} extensions");
+    assert!(added > 0, "no snapshot added a world line by extension");
 }
 
 /// The same through the real follower: replayed fixtures (lines split
@@ -400,9 +411,10 @@ fn follower_snapshots_extend_as_rebuilt() {
 }
 
 /// What was read for the rows on screen stays read when records are only
-/// appended (nothing it shows changed); a new world line starts afresh.
+/// appended or a world line added (nothing it shows changed); a
+/// truncation starts afresh.
 #[test]
-fn previews_survive_an_append_and_are_dropped_for_a_new_world_line() {
+fn previews_survive_an_append_and_a_new_world_line_not_a_truncation() {
     use common::{assistant, revert, sys, turn, write};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -439,7 +451,17 @@ fn previews_survive_an_append_and_are_dropped_for_a_new_world_line() {
     assert_eq!(app.family().unwrap().lines.len(), 2);
     assert_eq!(
         app.cache.get_preview(first),
+        Some("answer 0"),
+        "a new world line keeps the old lines' records"
+    );
+
+    // A rewritten (shorter) file is not an extension: read again.
+    fs::remove_file(dir.join("context.jsonl")).unwrap();
+    write(dir, "context_1.jsonl", &lines[..6]);
+    app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
+    assert_eq!(
+        app.cache.get_preview(first),
         None,
-        "a new world line reads again"
+        "a truncation reads again"
     );
 }

@@ -16,8 +16,9 @@ use super::{DMailArgs, Marker, RecordParts, Role};
 
 /// A tool call id as the index keeps it for matching a call with its
 /// result: a 64-bit SipHash under a key drawn at random once per process,
-/// so a session file cannot be written to make two ids collide.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// so a session file cannot be written to make two ids collide. Not
+/// ordered: its value differs from run to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CallKey(u64);
 
 impl CallKey {

@@ -731,10 +731,14 @@ impl App {
             self.back = None;
         }
         let old = self.session.replace(s);
-        // A snapshot that only appended records extends what was shown;
-        // anything else (a new world line, a rotation, a truncation, another
-        // agent) rebuilds it, and forgets what was read for the old one.
-        if !old.as_deref().is_some_and(|o| self.extend_rows(o)) {
+        // A snapshot that only appended records or a world line extends
+        // what was shown and keeps what was read (but failed reads: a
+        // rotation may have renamed the file since); anything else (a
+        // truncation, a changed fork, another agent) rebuilds it and
+        // forgets what was read for the old one.
+        if old.as_deref().is_some_and(|o| self.extend_rows(o)) {
+            self.cache.forget_failures();
+        } else {
             self.cache.clear();
             self.rebuild_rows();
         }

@@ -22,12 +22,25 @@ const PREVIEW_COLS: usize = 240;
 pub struct Cache {
     previews: HashMap<RecordRef, String>,
     bodies: Vec<(RecordRef, Result<Body, String>)>,
+    /// Previews that say their record could not be read.
+    failed: Vec<RecordRef>,
 }
 
 impl Cache {
     pub fn clear(&mut self) {
         self.previews.clear();
         self.bodies.clear();
+        self.failed.clear();
+    }
+
+    /// Forgets what could not be read, keeping the rest: for a snapshot
+    /// that only added records (a read may have failed on a file since
+    /// renamed by a rotation).
+    pub fn forget_failures(&mut self) {
+        for r in self.failed.drain(..) {
+            self.previews.remove(&r);
+        }
+        self.bodies.retain(|(_, b)| b.is_ok());
     }
 
     pub fn get_preview(&self, r: RecordRef) -> Option<&str> {
@@ -62,15 +75,17 @@ impl Cache {
         }
         if self.previews.len() >= MAX_PREVIEWS {
             self.previews.clear();
+            self.failed.clear();
         }
         let text = if meta.len() > HUGE {
             huge_preview(s, r, meta.len())
         } else {
-            match s.body(r) {
-                Ok(b) => preview_of(&b),
-                Err(e) => format!("(unreadable: {e})"),
-            }
+            s.body(r).map(|b| preview_of(&b)).map_err(|e| e.to_string())
         };
+        let text = text.unwrap_or_else(|e| {
+            self.failed.push(r);
+            format!("(unreadable: {e})")
+        });
         self.previews.insert(r, sanitize_line(&text, PREVIEW_COLS));
     }
 
@@ -87,23 +102,20 @@ impl Cache {
 
 /// A preview from a huge record's first bytes: its first text, or what
 /// kind of media it carries, and its size.
-fn huge_preview(s: &Session, r: RecordRef, len: u32) -> String {
+fn huge_preview(s: &Session, r: RecordRef, len: u32) -> Result<String, String> {
     let size = crate::export::human_size(u64::from(len));
-    let head = match s.line_head(r, HEAD) {
-        Ok(h) => h,
-        Err(e) => return format!("(unreadable: {e})"),
-    };
+    let head = s.line_head(r, HEAD).map_err(|e| e.to_string())?;
     let media = ["image", "audio", "video"]
         .into_iter()
         .find(|m| memchr::memmem::find(&head, format!("data:{m}/").as_bytes()).is_some());
     let text = first_string_after(&head, b"\"text\"")
         .or_else(|| first_string_after(&head, b"\"content\""));
-    match (text, media) {
+    Ok(match (text, media) {
         (Some(t), Some(m)) => format!("{t} [{m}] ({size} record)"),
         (Some(t), None) => format!("{t} … ({size} record)"),
         (None, Some(m)) => format!("[{m}] ({size} record)"),
         (None, None) => format!("({size} record)"),
-    }
+    })
 }
 
 /// The string value of the first `key` (quoted) in `head`, even when the

@@ -174,7 +174,8 @@ impl RowModel {
         let Some(line) = family.lines.get(grown.line) else {
             return false;
         };
-        if self.mark.after(family, grown) != self.mark || self.order.lines() != family.lines.len() {
+        let lines = self.order.lines() + usize::from(grown.added);
+        if self.mark.after(family, grown) != self.mark || lines != family.lines.len() {
             return false;
         }
         let old_total = self.total;
@@ -214,6 +215,16 @@ impl RowModel {
             };
             v.truncate(v.partition_point(|&r| (r as usize) < from));
             self.push_filtered(family, filter, from..self.total, &mut v);
+            // A new line's fork point, an old row, is now always shown.
+            if let Some(r) = self.new_fork_row(grown).filter(|&r| r < from) {
+                let keep = self
+                    .record_of(r)
+                    .and_then(|rec| family.record(rec))
+                    .is_some_and(|m| !is_bookkeeping(m));
+                if let (true, Err(at)) = (keep, v.binary_search(&(r as u32))) {
+                    v.insert(at, r as u32);
+                }
+            }
             self.visible = Some(v);
         }
         if let Some(tools) = self.tools.get_mut() {
@@ -223,22 +234,36 @@ impl RowModel {
         }
         let added = self.new_marks(family, grown, old_total);
         if let Some(marks) = self.marks.get_mut() {
-            // Rows before the old end kept their marks; new ones are after.
+            // Rows before the old end kept their marks; new ones are after
+            // it, but a new line's fork point.
             marks.extend(added);
+            marks.sort_unstable();
+            marks.dedup();
         }
         true
     }
 
-    /// Marks at rows from `old_total` on (see `marks`), sorted.
+    /// The fork row of a world line `grown` added.
+    fn new_fork_row(&self, grown: Appended) -> Option<usize> {
+        grown
+            .added
+            .then(|| self.lanes.spans.get(grown.line)?.fork_row)
+            .flatten()
+    }
+
+    /// Marks at rows from `old_total` on (see `marks`) and a new line's
+    /// fork point, sorted.
     fn new_marks(&self, family: &Family, grown: Appended, old_total: usize) -> Vec<usize> {
         if self.marks.get().is_none() {
             return Vec::new();
         }
-        let mut out: Vec<usize> = (1..family.lines.len())
-            .map(|l| self.line_rows(l))
-            .filter(|r| !r.is_empty() && r.start >= old_total)
-            .map(|r| r.start)
-            .collect();
+        let mut out: Vec<usize> = self.new_fork_row(grown).into_iter().collect();
+        out.extend(
+            (1..family.lines.len())
+                .map(|l| self.line_rows(l))
+                .filter(|r| !r.is_empty() && r.start >= old_total)
+                .map(|r| r.start),
+        );
         out.extend(
             family
                 .attempts

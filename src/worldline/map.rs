@@ -77,29 +77,32 @@ impl StepMark {
 
 /// How one agent's family grew from one snapshot to the next, when it only
 /// grew: records appended to one world line after which no line has
-/// records of its own, so no x before the old end moves. Everything a new
-/// world line, a rotation, a truncation or a changed fork touches is not
-/// this, and is rebuilt.
+/// records of its own, or one new world line after the others (a D-Mail,
+/// a compaction: the old lines keep their records, the one rotated away
+/// only its name), so no x before the old end moves. A truncation, a
+/// rewritten file or a changed fork is not this, and is rebuilt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Appended {
-    /// The world line that grew (the last one when none did).
+    /// The world line that grew (the last one when none did), or the new one.
     pub line: usize,
-    /// Its file's record count before.
+    /// Its file's record count before (0 for a new line).
     pub from: usize,
+    /// `line` is a new world line.
+    pub added: bool,
 }
 
 impl Appended {
-    /// `Some` when `new` is `old` with records appended as above (or
-    /// unchanged). Records are compared by count and the last old record:
-    /// a file's record list only ever grows (`read::Records`), and a
-    /// rewritten file is a different list.
+    /// `Some` when `new` is `old` grown as above (or unchanged). Records
+    /// are compared by `read::Records::extends`: O(1) for a follower's
+    /// snapshots, which share their lists.
     pub fn between(old: &Family, new: &Family) -> Option<Appended> {
         let n = old.lines.len();
+        let added = new.lines.len() == n + 1;
         if n == 0
             || old.agent != new.agent
-            || new.lines.len() != n
+            || !(added || new.lines.len() == n)
             || old.files.len() != n
-            || new.files.len() != n
+            || new.files.len() != new.lines.len()
         {
             return None;
         }
@@ -111,29 +114,41 @@ impl Appended {
             .zip(old.files.iter().zip(&new.files))
             .enumerate()
         {
-            let same_line = ol.file == nl.file
+            // A rotation renames the file it moves away and makes it old.
+            let renamed = added || ol.file == nl.file && of.name == nf.name && of.path == nf.path;
+            let same_line = renamed
                 && ol.branch == nl.branch
                 && ol.parent == nl.parent
                 && ol.fork == nl.fork
                 && ol.shared == nl.shared
-                && ol.current == nl.current
-                && of.name == nf.name
-                && of.path == nf.path;
+                && (added || ol.current == nl.current);
             let (a, b) = (of.records.len(), nf.records.len());
-            if !same_line || b < a || a > 0 && of.records[a - 1] != nf.records[a - 1] {
+            if !same_line || !nf.records.extends(&of.records) {
                 return None;
             }
             if b > a {
-                if grown.is_some() {
+                if grown.is_some() || added {
                     return None;
                 }
-                grown = Some(Appended { line: i, from: a });
+                grown = Some(Appended {
+                    line: i,
+                    from: a,
+                    added: false,
+                });
             }
+        }
+        if added {
+            return Some(Appended {
+                line: n,
+                from: 0,
+                added: true,
+            });
         }
         let Some(g) = grown else {
             return Some(Appended {
                 line: n - 1,
                 from: old.files[n - 1].records.len(),
+                added: false,
             });
         };
         // Later lines with records of their own would move.
@@ -460,57 +475,11 @@ impl Map {
 
     /// One agent's map (no subagents).
     pub fn of_family(family: &Family, order: &Order) -> Map {
-        let mut tracks: Vec<Track> = Vec::with_capacity(family.lines.len());
         let step_mark = StepMark::of(family);
-        for (i, (line, file)) in family.lines.iter().zip(&family.files).enumerate() {
-            let own = order.own(i);
-            let mut ticks = Vec::new();
-            push_ticks(
-                &mut ticks,
-                family,
-                order,
-                i,
-                line.shared..file.records.len(),
-            );
-            let fork_x = family
-                .fork_record(i)
-                .and_then(|o| order.x_of(o.line, o.record));
-            tracks.push(Track {
-                line: i,
-                name: line_name(i),
-                colour: i,
-                file: sanitize_line(&line.file, 80),
-                state: TrackState::Current,
-                reason: String::new(),
-                kind: line.fork.as_ref().map(|f| f.kind),
-                origin: line.fork.as_ref().and_then(|f| f.origin),
-                fork_x,
-                back_to: line
-                    .fork
-                    .as_ref()
-                    .filter(|f| f.kind == ForkKind::Dmail)
-                    .and_then(|f| f.checkpoint),
-                steps: file.records.iter().filter(|r| step_mark.opens(r)).count(),
-                tokens: file.records.iter().rev().find_map(|r| r.tokens()),
-                new_permille: permille(own.len(), file.records.len()),
-                own,
-                ticks,
-            });
-        }
-        // A line's state is what its successor says happened to it.
-        for (i, t) in tracks.iter_mut().enumerate() {
-            let next = family
-                .lines
-                .iter()
-                .find(|l| l.parent == Some(i))
-                .and_then(|l| l.fork.as_ref());
-            t.state = match next.map(|f| f.kind) {
-                None if family.lines[i].current => TrackState::Current,
-                Some(ForkKind::Compaction) => TrackState::Compacted,
-                Some(ForkKind::Clear) => TrackState::Cleared,
-                _ => TrackState::Abandoned,
-            };
-        }
+        let mut tracks: Vec<Track> = (0..family.lines.len())
+            .map(|i| track(family, order, step_mark, i))
+            .collect();
+        set_states(&mut tracks, family);
         let arcs: Vec<DMailArc> = family
             .attempts
             .iter()
@@ -566,8 +535,18 @@ impl Map {
         for (i, t) in self.tracks.iter_mut().enumerate() {
             t.own = order.own(i);
         }
+        if grown.added {
+            self.tracks.push(track(nf, &order, mark, grown.line));
+        }
+        // A rotation renames the line it leaves and makes its successor's
+        // fork say what happened to it.
+        for (t, l) in self.tracks.iter_mut().zip(&nf.lines) {
+            t.file = sanitize_line(&l.file, 80);
+        }
+        set_states(&mut self.tracks, nf);
         let added = grown.records(nf);
-        if let (Some(t), Some(file)) = (self.tracks.get_mut(grown.line), nf.files.get(grown.line)) {
+        let grew = self.tracks.get_mut(grown.line).filter(|_| !grown.added);
+        if let (Some(t), Some(file)) = (grew, nf.files.get(grown.line)) {
             push_ticks(&mut t.ticks, nf, &order, grown.line, grown.own_range(nf));
             t.steps += added.iter().filter(|r| mark.opens(r)).count();
             t.tokens = added.iter().rev().find_map(|r| r.tokens()).or(t.tokens);
@@ -655,6 +634,61 @@ impl Map {
             Some(ForkKind::Undo) => format!("{}: {from} undone · {pct}", t.name),
             Some(ForkKind::Unknown) => format!("{}: left {from}, reason unknown · {pct}", t.name),
         }
+    }
+}
+
+/// The track of world line `i`.
+fn track(family: &Family, order: &Order, mark: StepMark, i: usize) -> Track {
+    let (line, file) = (&family.lines[i], &family.files[i]);
+    let own = order.own(i);
+    let mut ticks = Vec::new();
+    push_ticks(
+        &mut ticks,
+        family,
+        order,
+        i,
+        line.shared..file.records.len(),
+    );
+    let fork_x = family
+        .fork_record(i)
+        .and_then(|o| order.x_of(o.line, o.record));
+    Track {
+        line: i,
+        name: line_name(i),
+        colour: i,
+        file: sanitize_line(&line.file, 80),
+        state: TrackState::Current,
+        reason: String::new(),
+        kind: line.fork.as_ref().map(|f| f.kind),
+        origin: line.fork.as_ref().and_then(|f| f.origin),
+        fork_x,
+        back_to: line
+            .fork
+            .as_ref()
+            .filter(|f| f.kind == ForkKind::Dmail)
+            .and_then(|f| f.checkpoint),
+        steps: file.records.iter().filter(|r| mark.opens(r)).count(),
+        tokens: file.records.iter().rev().find_map(|r| r.tokens()),
+        new_permille: permille(own.len(), file.records.len()),
+        own,
+        ticks,
+    }
+}
+
+/// A line's state is what its successor says happened to it.
+fn set_states(tracks: &mut [Track], family: &Family) {
+    for (i, t) in tracks.iter_mut().enumerate() {
+        let next = family
+            .lines
+            .iter()
+            .find(|l| l.parent == Some(i))
+            .and_then(|l| l.fork.as_ref());
+        t.state = match next.map(|f| f.kind) {
+            None if family.lines.get(i).is_some_and(|l| l.current) => TrackState::Current,
+            Some(ForkKind::Compaction) => TrackState::Compacted,
+            Some(ForkKind::Clear) => TrackState::Cleared,
+            _ => TrackState::Abandoned,
+        };
     }
 }
 
