@@ -190,7 +190,7 @@ fn main() -> Result<()> {
     }
 
     if let Some(small) = &small {
-        measure_small_family(small, &args, runs, &mut table)?;
+        measure_small_family(small, &args, runs, python.as_deref(), &mut table)?;
     }
 
     println!();
@@ -281,7 +281,13 @@ pub fn small_family_options(records: u64, seed: u64) -> gen::Options {
 
 /// Issue #14's table: `tree` against `jq` on the long-run family, with the
 /// peak RSS per record.
-fn measure_small_family(small: &Family, args: &Args, runs: usize, table: &mut Table) -> Result<()> {
+fn measure_small_family(
+    small: &Family,
+    args: &Args,
+    runs: usize,
+    python: Option<&Path>,
+    table: &mut Table,
+) -> Result<()> {
     warm(&small.session_dir)?;
     let mb = small.context_bytes as f64 / 1e6;
     table.group(format!(
@@ -325,6 +331,18 @@ fn measure_small_family(small: &Family, args: &Args, runs: usize, table: &mut Ta
             }
             None => table.note("jq: skipped, not installed"),
         }
+    }
+    if let Some(py) = python {
+        // The one file kimi-cli restores; minutes for its ~700 k lines, so
+        // one run only.
+        let current = small.session_dir.join("context.jsonl");
+        let m = kimi_restore(py, &current, 1)?;
+        table.row(
+            "kimi-cli Context.restore() of context.jsonl (1 run)",
+            m,
+            file_mb(&current)?,
+            wl.secs,
+        );
     }
     let per_record = wl.rss_kb.unwrap_or(0) as f64 * 1024.0 / small.records.max(1) as f64;
     table.note(&record_share(&small.session_dir, wl.rss_kb)?);

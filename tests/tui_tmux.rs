@@ -164,7 +164,11 @@ fn fits_80x24() {
     let Some(t) = start((80, 24), "small") else {
         return;
     };
-    let pane = t.wait_for("the map", map_shown);
+    // A capture can land mid-frame (rows drawn, footer not yet): wait for
+    // the whole first screen, footer included.
+    let pane = t.wait_for("the map and the footer", |p| {
+        map_shown(p) && p.contains("q quit")
+    });
     eprintln!("80x24 first screen:\n{pane}");
     let footer = pane.lines().rfind(|l| !l.trim().is_empty()).unwrap();
     assert!(footer.contains("? help  q quit"), "{footer}");
