@@ -188,6 +188,39 @@ fn wire_times_join_records() {
     assert!(timed > 10, "only {timed} records have times");
 }
 
+/// `tree --format json` reads a session without times (it skips the wire):
+/// its JSON must be what the timed read gives, on every session layout.
+#[test]
+fn json_is_the_same_read_with_or_without_times() {
+    use worldline::sources::Reading;
+    let untimed = Reading { times: false };
+    let mut timed_somewhere = false;
+    for dir in common::every_session() {
+        let timed = Session::load(&dir).unwrap();
+        let bare = Session::load_with(&dir, untimed).unwrap();
+        assert_eq!(
+            session_json(&timed),
+            session_json(&bare),
+            "{}",
+            dir.display()
+        );
+        let f = &bare.agents[0].family;
+        for (i, line) in f.lines.iter().enumerate() {
+            for r in line.shared..f.files[i].records.len() {
+                let at = f.owner(i, r).unwrap();
+                assert_eq!(
+                    bare.time(at),
+                    None,
+                    "{}: a time without the wire",
+                    dir.display()
+                );
+                timed_somewhere |= timed.time(at).is_some();
+            }
+        }
+    }
+    assert!(timed_somewhere, "no fixture had times to leave out");
+}
+
 #[test]
 fn every_legacy_session_reads_with_sensible_counts() {
     for scenario in common::scenarios("kimi-code-legacy") {

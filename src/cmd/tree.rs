@@ -2,6 +2,7 @@
 
 use worldline::export::{self, json};
 use worldline::sources::lookup::{resolve, Locator};
+use worldline::sources::Reading;
 use worldline::text::json_for_terminal;
 use worldline::worldline::Session;
 
@@ -10,7 +11,11 @@ use super::out;
 
 pub fn tree(args: &TreeArgs) -> anyhow::Result<()> {
     let path = resolve(args.session.as_deref(), &Locator::from_env())?;
-    let s = Session::load(&path)?;
+    // JSON carries no record times: it skips reading the wire for them.
+    let reading = Reading {
+        times: args.format != TreeFormat::Json,
+    };
+    let s = Session::load_with(&path, reading)?;
     let text = match args.format {
         TreeFormat::Text => export::text_tree(&s),
         // JSON escapes only C0 controls; DEL, C1 and bidi controls too.

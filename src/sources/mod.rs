@@ -28,10 +28,30 @@ use crate::read::FileIndex;
 
 /// Reads the session at `path` with the source whose format it is.
 pub fn parts(path: &Path) -> Result<SessionParts> {
+    parts_with(path, Reading::default())
+}
+
+/// What a reader needs beyond the world lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reading {
+    /// Record times. kimi-cli keeps them in `wire.jsonl`, often as big as
+    /// the context files together; an output without times (`tree --format
+    /// json`) skips reading it. Kimi Code's times come with its records.
+    pub times: bool,
+}
+
+impl Default for Reading {
+    fn default() -> Self {
+        Reading { times: true }
+    }
+}
+
+/// [`parts`], reading as much as `reading` asks for.
+pub fn parts_with(path: &Path, reading: Reading) -> Result<SessionParts> {
     if kimi_code::home::is_session_dir(path) {
         return kimi_code::parts(path);
     }
-    kimi_cli::parts(path)
+    kimi_cli::parts_with(path, reading)
 }
 
 /// Which agent wrote a session.

@@ -81,6 +81,12 @@ impl Session {
         Ok(Session::build(crate::sources::parts(path)?))
     }
 
+    /// [`Session::load`] reading only what `reading` asks for (without
+    /// times every record's time is `None`).
+    pub fn load_with(path: &Path, reading: crate::sources::Reading) -> Result<Session> {
+        Ok(Session::build(crate::sources::parts_with(path, reading)?))
+    }
+
     /// Rebuilds one agent's parts and subagents without lineage (pure).
     pub fn from_parts(
         dir: &Path,

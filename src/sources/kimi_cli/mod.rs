@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 pub use layout::{AgentSpec, Layout};
 pub use share::{list, list_checked, modified, resolve, sessions_in, Locator, SessionSummary};
 
-use super::{AgentParts, SessionParts, WireLog};
+use super::{AgentParts, Reading, SessionParts, WireLog};
 use crate::error::{Error, Result};
 use crate::model::Warning;
 use crate::read;
@@ -137,6 +137,12 @@ pub fn is_session(path: &Path) -> bool {
 /// the context files (`wire.jsonl`, `meta.json`, skipped names) becomes a
 /// warning, never a failure.
 pub fn read_agent(spec: &AgentSpec) -> Result<AgentParts> {
+    read_agent_with(spec, Reading::default())
+}
+
+/// [`read_agent`], reading the wire only when `reading.times` asks for it.
+/// Without it a wire that cannot be read still gives its warning.
+pub fn read_agent_with(spec: &AgentSpec, reading: Reading) -> Result<AgentParts> {
     let mut files = Vec::new();
     let (family, skipped) = family_files_checked(&spec.dir, &spec.stem)?;
     let mut warnings: Vec<Warning> = skipped
@@ -145,10 +151,12 @@ pub fn read_agent(spec: &AgentSpec) -> Result<AgentParts> {
         .collect();
     // The wire is read beside the context files: both are big in a long run.
     let (indexed, wire) = std::thread::scope(|scope| {
-        let wire = spec
-            .wire
-            .as_deref()
-            .map(|w| scope.spawn(move || WireLog::read_checked(w)));
+        let wire = spec.wire.as_deref().map(|w| {
+            scope.spawn(move || match reading.times {
+                true => WireLog::read_checked(w),
+                false => wire_unread(w),
+            })
+        });
         let indexed = index_family(&family, &spec.prefix, &mut files);
         let wire = wire.map(|h| {
             h.join()
@@ -201,14 +209,29 @@ fn index_family(
     Ok(())
 }
 
+/// A wire not read because no times are wanted: only whether it could be
+/// (the same warning as reading it would give for a FIFO or a device).
+fn wire_unread(path: &Path) -> std::result::Result<Option<WireLog>, String> {
+    match crate::read::guard::open_regular(path) {
+        Ok(_) => Ok(None),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Everything about one session, read from disk.
 ///
 /// A relative path (`tree .`) is made absolute first, so the session has
 /// its real id and an absolute directory.
 pub fn parts(path: &Path) -> Result<SessionParts> {
+    parts_with(path, Reading::default())
+}
+
+/// [`parts`], reading as much as `reading` asks for.
+pub fn parts_with(path: &Path, reading: Reading) -> Result<SessionParts> {
     let path = &absolute_session_path(path);
     let layout = Layout::of(path);
-    let mut main = read_agent(&layout.main())?;
+    let mut main = read_agent_with(&layout.main(), reading)?;
     if main.files.is_empty() {
         return Err(Error::NoContextFile {
             path: path.to_path_buf(),
@@ -220,7 +243,7 @@ pub fn parts(path: &Path) -> Result<SessionParts> {
     let mut subs = Vec::with_capacity(specs.len());
     for spec in &specs {
         // One subagent that cannot be read costs its own world lines only.
-        match read_agent(spec) {
+        match read_agent_with(spec, reading) {
             Ok(a) => subs.push((spec, a)),
             Err(e) => main.warnings.push(warning(
                 spec.prefix.trim_end_matches('/').to_string(),
