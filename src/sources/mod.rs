@@ -51,7 +51,7 @@ pub fn parts_with(path: &Path, reading: Reading) -> Result<SessionParts> {
     if kimi_code::home::is_session_dir(path) {
         return kimi_code::parts(path);
     }
-    kimi_cli::parts_with(path, reading)
+    kimi_cli::parts(path, reading)
 }
 
 /// Which agent wrote a session.

@@ -136,13 +136,9 @@ pub fn is_session(path: &Path) -> bool {
 /// warnings from subagents say where they are. What cannot be read beside
 /// the context files (`wire.jsonl`, `meta.json`, skipped names) becomes a
 /// warning, never a failure.
-pub fn read_agent(spec: &AgentSpec) -> Result<AgentParts> {
-    read_agent_with(spec, Reading::default())
-}
-
-/// [`read_agent`], reading the wire only when `reading.times` asks for it.
-/// Without it a wire that cannot be read still gives its warning.
-pub fn read_agent_with(spec: &AgentSpec, reading: Reading) -> Result<AgentParts> {
+/// The wire is read only when `reading.times` asks for it; without it a
+/// wire that cannot be read still gives its warning.
+pub fn read_agent(spec: &AgentSpec, reading: Reading) -> Result<AgentParts> {
     let mut files = Vec::new();
     let (family, skipped) = family_files_checked(&spec.dir, &spec.stem)?;
     let mut warnings: Vec<Warning> = skipped
@@ -222,16 +218,12 @@ fn wire_unread(path: &Path) -> std::result::Result<Option<WireLog>, String> {
 /// Everything about one session, read from disk.
 ///
 /// A relative path (`tree .`) is made absolute first, so the session has
-/// its real id and an absolute directory.
-pub fn parts(path: &Path) -> Result<SessionParts> {
-    parts_with(path, Reading::default())
-}
-
-/// [`parts`], reading as much as `reading` asks for.
-pub fn parts_with(path: &Path, reading: Reading) -> Result<SessionParts> {
+/// its real id and an absolute directory. The wire is read only when
+/// `reading` asks for times.
+pub fn parts(path: &Path, reading: Reading) -> Result<SessionParts> {
     let path = &absolute_session_path(path);
     let layout = Layout::of(path);
-    let mut main = read_agent_with(&layout.main(), reading)?;
+    let mut main = read_agent(&layout.main(), reading)?;
     if main.files.is_empty() {
         return Err(Error::NoContextFile {
             path: path.to_path_buf(),
@@ -243,7 +235,7 @@ pub fn parts_with(path: &Path, reading: Reading) -> Result<SessionParts> {
     let mut subs = Vec::with_capacity(specs.len());
     for spec in &specs {
         // One subagent that cannot be read costs its own world lines only.
-        match read_agent_with(spec, reading) {
+        match read_agent(spec, reading) {
             Ok(a) => subs.push((spec, a)),
             Err(e) => main.warnings.push(warning(
                 spec.prefix.trim_end_matches('/').to_string(),
