@@ -2,6 +2,8 @@
 //! new world line in the files and in `worldline tree --format json`; and the
 //! demo's files read back into the world lines the demo says it made.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -26,17 +28,9 @@ fn wl() -> Command {
 }
 
 fn tree_json(dir: &Path) -> serde_json::Value {
-    let out = wl()
-        .args(["tree", "--format", "json"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut c = wl();
+    c.args(["tree", "--format", "json"]).arg(dir);
+    serde_json::from_str(&common::stdout_of(c)).unwrap()
 }
 
 #[test]

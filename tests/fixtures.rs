@@ -258,17 +258,10 @@ fn every_legacy_session_reads_with_sensible_counts() {
 
 /// `worldline tree --format json <target>` with `KIMI_SHARE_DIR=share`.
 fn tree_json(share: &Path, target: &str) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .env("KIMI_SHARE_DIR", share)
-        .args(["tree", "--format", "json", target])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "tree {target}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"));
+    c.env("KIMI_SHARE_DIR", share)
+        .args(["tree", "--format", "json", target]);
+    serde_json::from_str(&common::stdout_of(c)).unwrap()
 }
 
 fn read_json(p: &Path) -> Value {

@@ -484,18 +484,11 @@ fn tree_dot_names_the_real_session() {
         tmp.path(),
         OsStr::new("7600d855-00b0-4139-aa93-a9aed5dee7dc"),
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(["tree", ".", "--format", "json"])
+    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    c.args(["tree", ".", "--format", "json"])
         .current_dir(&dir)
-        .env("KIMI_SHARE_DIR", tmp.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .env("KIMI_SHARE_DIR", tmp.path());
+    let v: Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
     assert_eq!(v["session_id"], "7600d855-00b0-4139-aa93-a9aed5dee7dc");
     let sd = PathBuf::from(v["session_dir"].as_str().unwrap());
     assert!(sd.is_absolute(), "{sd:?}");

@@ -18,21 +18,10 @@ fn bin(home: &Path) -> Command {
     c
 }
 
-fn run(mut c: Command) -> String {
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{:?}: {}",
-        c,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
 fn tree_json(home: &Path, id: &str) -> Value {
     let mut c = bin(home);
     c.args(["tree", id, "--format", "json"]);
-    serde_json::from_str(&run(c)).unwrap()
+    serde_json::from_str(&common::stdout_of(c)).unwrap()
 }
 
 /// The fields of expected.json that `tree --format json` carries, read
@@ -142,7 +131,7 @@ fn the_fork_source_names_its_fork_and_both_show_it() {
     );
     let mut c = bin(&home);
     c.args(["tree", "session_1a3e18d6"]);
-    let text = run(c);
+    let text = common::stdout_of(c);
     assert!(
         text.contains("forked from session_4e021896-67ef-4507-b8b1-5fa40033df94 after line 80"),
         "{text}"
@@ -180,7 +169,7 @@ fn lookup_by_work_dir_index_and_key_and_list_names_the_tool() {
 
     let mut c = bin(&home);
     c.current_dir(&work).args(["list", "--json"]);
-    let rows: Value = serde_json::from_str(&run(c)).unwrap();
+    let rows: Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
     let mut ids: Vec<(&str, &str, u64)> = rows
         .as_array()
         .unwrap()
@@ -207,7 +196,7 @@ fn lookup_by_work_dir_index_and_key_and_list_names_the_tool() {
     );
     let mut c = bin(&home);
     c.current_dir(&work).args(["list"]);
-    let table = run(c);
+    let table = common::stdout_of(c);
     assert!(table.lines().next().unwrap().contains("TOOL"), "{table}");
     assert!(table.contains("kimi-code"), "{table}");
 
@@ -224,7 +213,7 @@ fn lookup_by_work_dir_index_and_key_and_list_names_the_tool() {
         .unwrap();
     let mut c = bin(&home);
     c.current_dir(&work).args(["tree"]);
-    let text = run(c);
+    let text = common::stdout_of(c);
     assert!(text.contains("d: compact then undo"), "{text}");
     assert!(text.contains("⊜ compacted at line 65"), "{text}");
     assert!(text.contains("undo of 1 turn after line 68"), "{text}");
@@ -233,7 +222,7 @@ fn lookup_by_work_dir_index_and_key_and_list_names_the_tool() {
     let wire = home.join("sessions/wd_project_65ebbb9ea3d1/session_6154a4f5-2d74-4bd1-9d43-55d80bc9bd7b/agents/main/wire.jsonl");
     let mut c = bin(&home);
     c.args(["tree", "--format", "json"]).arg(&wire);
-    let got: Value = serde_json::from_str(&run(c)).unwrap();
+    let got: Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
     assert_eq!(got["compactions"], json!([{"branch": "main", "line": 65}]));
 }
 
@@ -243,7 +232,7 @@ fn dot_and_mermaid_draw_the_branches() {
     for fmt in ["dot", "mermaid"] {
         let mut c = bin(&home);
         c.args(["tree", "session_38161943", "--format", fmt]);
-        let out = run(c);
+        let out = common::stdout_of(c);
         for b in ["branch main", "branch b1", "branch b2", "branch b3"] {
             assert!(out.contains(b), "{fmt}: {out}");
         }
@@ -449,7 +438,7 @@ fn a_work_dir_with_sessions_of_both_tools() {
             .env("KIMI_CODE_HOME", &home)
             .current_dir(&work)
             .args(args);
-        run(c)
+        common::stdout_of(c)
     };
     let rows: Value = serde_json::from_str(&run_here(&["list", "--json"])).unwrap();
     let tools: Vec<(&str, &str)> = rows

@@ -257,20 +257,26 @@ pub fn assert_no_raw_controls(what: &str, bytes: &[u8]) {
     );
 }
 
+/// Runs `c`, which must succeed (else its stderr is the failure), and
+/// returns what it printed.
+pub fn stdout_of(mut c: std::process::Command) -> String {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?}: {}",
+        c,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// `worldline replay --headless --dir DST SRC`, played fast; the path it
 /// prints to open.
 pub fn replay_headless(src: &Path, dst: &Path) -> PathBuf {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
-        .args(["replay", "--headless", "--speed", "1000", "--dir"])
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"));
+    c.args(["replay", "--headless", "--speed", "1000", "--dir"])
         .arg(dst)
-        .arg(src)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let printed = String::from_utf8(out.stdout).unwrap();
+        .arg(src);
+    let printed = stdout_of(c);
     PathBuf::from(printed.lines().next().expect("the path to open"))
 }
