@@ -76,15 +76,15 @@ impl CodeState {
         let before = self.wires.len();
         self.wires.retain(|id, _| ids.contains(id));
         changed |= before != self.wires.len();
-        let mut dirs = vec![self.dir.clone(), self.dir.join("agents")];
+        let mut dirs = vec![self.dir.clone(), home::agents_dir(&self.dir)];
         for id in &ids {
-            let agent_dir = self.dir.join("agents").join(id);
+            let agent_dir = home::agent_dir(&self.dir, id);
             dirs.push(agent_dir.clone());
             let tail = self.wires.entry(id.clone()).or_insert_with(|| {
-                let path = agent_dir.join("wire.jsonl");
+                let path = home::agent_wire(&self.dir, id);
                 Follow::with_sink(
                     path.clone(),
-                    WireIndex::new(format!("agents/{id}/wire.jsonl"), path),
+                    WireIndex::new(home::agent_wire_name(id), path),
                 )
             });
             match tail.poll() {
@@ -163,7 +163,7 @@ impl CodeState {
                 let w = self.wires.get(&id)?;
                 Some(AgentWire::from_wire(
                     &id,
-                    self.dir.join("agents").join(&id),
+                    home::agent_dir(&self.dir, &id),
                     w.sink().clone(),
                 ))
             })

@@ -225,7 +225,7 @@ fn agent_steps(s: &Session, root: &Path, side_files: bool, a: &Agent) -> Result<
             });
         }
     }
-    let wire_path = a.dir.join("wire.jsonl");
+    let wire_path = a.dir.join(layout::WIRE);
     let wire = if beside_main || !side_files {
         Vec::new()
     } else {
@@ -379,7 +379,7 @@ fn timed_plan(s: &Session, agents: Vec<AgentSteps>) -> Plan {
                 k,
                 Op::Copy {
                     from: a.wire_path.clone(),
-                    to: a.rel.join("wire.jsonl"),
+                    to: a.rel.join(layout::WIRE),
                     start: lo,
                     end: hi,
                 },
@@ -436,7 +436,7 @@ fn even_plan(s: &Session, mut agents: Vec<AgentSteps>) -> Plan {
         let (first, last) = (a.wire.first()?, a.wire.last()?);
         Some(Op::Copy {
             from: a.wire_path.clone(),
-            to: a.rel.join("wire.jsonl"),
+            to: a.rel.join(layout::WIRE),
             start: first.0,
             end: last.1,
         })

@@ -178,9 +178,33 @@ fn slug(name: &str) -> String {
     }
 }
 
+/// The directory of a session's agents, and each one's wire in its own.
+const AGENTS: &str = "agents";
+const WIRE: &str = "wire.jsonl";
+
+/// Where agent `id`'s wire is in a session directory, relative to it.
+pub fn agent_wire_name(id: &str) -> String {
+    format!("agents/{id}/{WIRE}")
+}
+
+/// The directory holding a session's agents.
+pub fn agents_dir(session_dir: &Path) -> PathBuf {
+    session_dir.join(AGENTS)
+}
+
+/// Agent `id`'s directory in a session directory.
+pub fn agent_dir(session_dir: &Path, id: &str) -> PathBuf {
+    agents_dir(session_dir).join(id)
+}
+
+/// Agent `id`'s wire.
+pub fn agent_wire(session_dir: &Path, id: &str) -> PathBuf {
+    agent_dir(session_dir, id).join(WIRE)
+}
+
 /// A Kimi Code session directory: `agents/main/wire.jsonl` inside.
 pub fn is_session_dir(dir: &Path) -> bool {
-    dir.join("agents").join("main").join("wire.jsonl").is_file()
+    agent_wire(dir, "main").is_file()
 }
 
 fn sessions_in(bucket: &Path) -> Vec<PathBuf> {
@@ -227,12 +251,12 @@ pub fn count_branches(wire: &Path) -> usize {
 
 /// Agent ids with a wire: `main` first, then `agent-N` by number.
 pub fn agent_ids(session_dir: &Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(session_dir.join("agents")) else {
+    let Ok(entries) = std::fs::read_dir(agents_dir(session_dir)) else {
         return Vec::new();
     };
     let mut ids: Vec<String> = entries
         .flatten()
-        .filter(|e| e.path().join("wire.jsonl").is_file())
+        .filter(|e| e.path().join(WIRE).is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     ids.sort_by_key(|id| {

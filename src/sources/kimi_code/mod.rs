@@ -81,9 +81,8 @@ impl CodeSession {
         }
         let mut agents = Vec::new();
         for id in home::agent_ids(dir) {
-            let agent_dir = dir.join("agents").join(&id);
-            let name = format!("agents/{id}/wire.jsonl");
-            let wire = WireIndex::read(&agent_dir.join("wire.jsonl"), &name)?;
+            let agent_dir = home::agent_dir(dir, &id);
+            let wire = WireIndex::read(&home::agent_wire(dir, &id), &home::agent_wire_name(&id))?;
             agents.push(AgentWire::from_wire(&id, agent_dir, wire));
         }
         Ok(CodeSession::from_parts(
@@ -210,11 +209,7 @@ impl CodeSession {
 
     /// The last source line a sibling fork copied: its last `forked` line − 1.
     pub fn fork_line_of(&self, fork_id: &str) -> Option<u32> {
-        let wire = self
-            .dir
-            .parent()?
-            .join(fork_id)
-            .join("agents/main/wire.jsonl");
+        let wire = home::agent_wire(&self.dir.parent()?.join(fork_id), "main");
         last_forked_line(&wire).map(|l| l.saturating_sub(1))
     }
 }
@@ -230,7 +225,7 @@ pub fn parts(dir: &Path) -> Result<crate::sources::SessionParts> {
 pub fn modified(dir: &Path) -> std::time::SystemTime {
     let wires = home::agent_ids(dir)
         .into_iter()
-        .map(|id| dir.join("agents").join(id).join("wire.jsonl"));
+        .map(|id| home::agent_wire(dir, &id));
     std::iter::once(dir.join("state.json"))
         .chain(wires)
         .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
@@ -257,7 +252,7 @@ pub fn summarize(
         dir: dir.to_path_buf(),
         work_dir: work_dirs.get(&bucket).cloned().or(state.cwd.clone()),
         title: state.title.clone(),
-        world_lines: home::count_branches(&dir.join("agents/main/wire.jsonl")),
+        world_lines: home::count_branches(&home::agent_wire(dir, "main")),
         subagents: home::agent_ids(dir).len().saturating_sub(1),
         modified: modified(dir)
             .duration_since(std::time::UNIX_EPOCH)
