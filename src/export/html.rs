@@ -194,6 +194,18 @@ fn why(lines: &[LineStory], l: &LineStory) -> String {
         ForkKind::Compaction => format!("⊜ {from} was compacted into a summary"),
         ForkKind::Clear => format!("∅ /clear on {from}: a fresh start"),
         ForkKind::Undo => format!("↶ {} on {from}", fk.undo.as_deref().unwrap_or("undo")),
+        ForkKind::Rewind
+        | ForkKind::Summarize
+        | ForkKind::Tree
+        | ForkKind::Fork
+        | ForkKind::Rollback => match fk.message.as_deref() {
+            Some(m) => format!(
+                "{} on {from}: {}",
+                fk.kind.branch_words(),
+                crate::text::sanitize_line(m, 200)
+            ),
+            None => format!("{} on {from}", fk.kind.branch_words()),
+        },
         ForkKind::Unknown => format!("left {from} for a reason the files don't say"),
     }
 }

@@ -42,6 +42,20 @@ pub fn session_json(s: &Session) -> Value {
         "forked_from": s.forked_from.as_ref().map(link_json),
         "forks": s.forks.iter().map(link_json).collect::<Vec<_>>(),
     });
+    // Formats that name their entries: marks and labels by entry id.
+    if main.family.lines.iter().any(|l| l.leaf.is_some()) {
+        v["compactions"] = json!(entry_marks(&main.family, &main.compactions));
+        v["labels"] = json!(main
+            .labels
+            .iter()
+            .map(|l| json!({"entry": l.entry, "label": l.label}))
+            .collect::<Vec<_>>());
+        if let Some(subs) = v["subagents"].as_array_mut() {
+            for (sv, a) in subs.iter_mut().zip(&s.agents[1..]) {
+                sv["compactions"] = json!(entry_marks(&a.family, &a.compactions));
+            }
+        }
+    }
     // Kimi Code: marks on branches.
     if code {
         v["compactions"] = json!(marks(&main.family, &main.compactions));
@@ -64,7 +78,21 @@ pub fn link_json(l: &SessionLink) -> Value {
     if let Some(line) = l.line {
         v["line"] = json!(line);
     }
+    if let Some(after) = &l.after {
+        v["after"] = json!(after);
+    }
     v
+}
+
+/// `[{"leaf", "entry"}]`: the world line a mark is on (by its leaf) and
+/// the entry that marks it.
+fn entry_marks(f: &Family, list: &[LineMark]) -> Vec<Value> {
+    list.iter()
+        .map(|m| {
+            let leaf = f.lines.get(m.world_line).and_then(|l| l.leaf.clone());
+            json!({"leaf": leaf, "entry": m.entry})
+        })
+        .collect()
 }
 
 /// `[{"branch", "line"}]`, with `count` for folded undos.
@@ -86,6 +114,9 @@ pub fn family_lines(f: &Family) -> Vec<Value> {
 
 /// One world line; also the payload of a live `world_line` event.
 pub fn world_line_json(f: &Family, l: &WorldLine) -> Value {
+    if l.leaf.is_some() {
+        return entry_line_json(f, l);
+    }
     if l.branch.is_some() {
         return branch_json(f, l);
     }
@@ -146,6 +177,31 @@ fn branch_json(f: &Family, l: &WorldLine) -> Value {
         "shared_records": l.shared,
         "checkpoints": 0,
         "tokens": null,
+        "current": l.current,
+    })
+}
+
+/// A world line of a format that names its entries (Claude Code, Pi,
+/// Codex): `leaf` its last entry, `parent` the parent's leaf, `fork.after`
+/// the last shared entry, `fork.prompt` what started it.
+fn entry_line_json(f: &Family, l: &WorldLine) -> Value {
+    let leaf = |i: usize| f.lines.get(i).and_then(|l| l.leaf.clone());
+    let file = &f.files[l.index];
+    let fork = l.fork.as_ref().map(|fk| {
+        json!({
+            "kind": fk.kind.as_str(),
+            "after": l.after,
+            "prompt": fk.message,
+            "origin": fk.origin.and_then(leaf),
+        })
+    });
+    json!({
+        "file": file.name,
+        "leaf": l.leaf,
+        "parent": l.parent.and_then(leaf),
+        "fork": fork,
+        "records": file.records.len(),
+        "shared_records": l.shared,
         "current": l.current,
     })
 }

@@ -9,14 +9,15 @@ use crate::worldline::{Agent, Family, ForkKind, Session, SessionLink, Tool};
 /// Where the session came from and what was made from it.
 fn lineage(out: &mut String, s: &Session) {
     // Kimi Code's /fork copies whole wires: where it copied to is a line.
-    let what = |l: &SessionLink| match l.line {
-        Some(n) => format!("after line {n}"),
-        None if s.tool == Tool::KimiCode => "at an unknown line".to_string(),
-        None => format!("from its first {} record{}", l.records, plural(l.records)),
+    let what = |l: &SessionLink| match (&l.after, l.line) {
+        (Some(e), _) => format!("after entry {}", sanitize_line(e, 40)),
+        (None, Some(n)) => format!("after line {n}"),
+        (None, None) if s.tool == Tool::KimiCode => "at an unknown line".to_string(),
+        (None, None) => format!("from its first {} record{}", l.records, plural(l.records)),
     };
     if let Some(f) = &s.forked_from {
         match s.tool {
-            Tool::KimiCode => {
+            Tool::KimiCode | Tool::ClaudeCode | Tool::Pi | Tool::Codex => {
                 let _ = writeln!(
                     out,
                     "  forked from {} {}",
@@ -224,6 +225,11 @@ pub fn fork_label(f: &Family, i: usize) -> String {
         ForkKind::Compaction => "compaction".to_string(),
         ForkKind::Clear => "/clear".to_string(),
         ForkKind::Undo => fk.undo_summary(),
+        ForkKind::Rewind
+        | ForkKind::Summarize
+        | ForkKind::Tree
+        | ForkKind::Fork
+        | ForkKind::Rollback => fk.kind.as_str().to_string(),
         ForkKind::Unknown if l.branch.is_some() => "branch".to_string(),
         ForkKind::Unknown => "unknown rotation".to_string(),
     };

@@ -122,6 +122,11 @@ impl ForkStory {
             ForkKind::Compaction => "⊜ compaction".to_string(),
             ForkKind::Clear => "∅ /clear".to_string(),
             ForkKind::Undo => format!("↶ {}", self.undo.as_deref().unwrap_or("undo")),
+            ForkKind::Rewind
+            | ForkKind::Summarize
+            | ForkKind::Tree
+            | ForkKind::Fork
+            | ForkKind::Rollback => self.kind.branch_words().to_string(),
             ForkKind::Unknown => "? unknown rotation".to_string(),
         }
     }

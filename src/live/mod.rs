@@ -6,6 +6,7 @@
 
 mod code;
 mod dropper;
+mod generic;
 mod state;
 #[cfg(test)]
 mod test_util;
@@ -157,6 +158,7 @@ impl Reader {
         match &mut self.state {
             Tracked::Cli(s) => s.snapshot_and_full(),
             Tracked::Code(s) => s.snapshot_and_full(),
+            Tracked::Other(s) => s.snapshot_and_full(),
         }
     }
 }
@@ -166,14 +168,21 @@ impl Reader {
 enum Tracked {
     Cli(Box<SessionState>),
     Code(Box<code::CodeState>),
+    /// Any other registered source, read again on change.
+    Other(Box<generic::GenericState>),
 }
 
 impl Tracked {
     fn new(dir: &Path) -> Tracked {
+        use crate::sources::{source_for, Tool};
         if crate::sources::kimi_code::home::is_session_dir(dir) {
-            Tracked::Code(Box::new(code::CodeState::new(dir)))
-        } else {
-            Tracked::Cli(Box::new(SessionState::new(dir)))
+            return Tracked::Code(Box::new(code::CodeState::new(dir)));
+        }
+        match source_for(dir) {
+            Some(s) if !matches!(s.tool(), Tool::KimiCli | Tool::KimiCode) => {
+                Tracked::Other(Box::new(generic::GenericState::new(dir, s)))
+            }
+            _ => Tracked::Cli(Box::new(SessionState::new(dir))),
         }
     }
 
@@ -181,6 +190,7 @@ impl Tracked {
         match self {
             Tracked::Cli(s) => s.refresh(now, errors),
             Tracked::Code(s) => s.refresh(now, errors),
+            Tracked::Other(s) => s.refresh(now, errors),
         }
     }
 
@@ -188,7 +198,7 @@ impl Tracked {
         match self {
             Tracked::Cli(s) => s.settling_until(now),
             // Kimi Code appends whole lines to one file: nothing to settle.
-            Tracked::Code(_) => None,
+            Tracked::Code(_) | Tracked::Other(_) => None,
         }
     }
 
@@ -196,6 +206,7 @@ impl Tracked {
         match self {
             Tracked::Cli(s) => s.snapshot(),
             Tracked::Code(s) => s.snapshot(),
+            Tracked::Other(s) => s.snapshot(),
         }
     }
 
@@ -203,6 +214,7 @@ impl Tracked {
         match self {
             Tracked::Cli(s) => s.dirs(),
             Tracked::Code(s) => s.dirs(),
+            Tracked::Other(s) => s.dirs(),
         }
     }
 }

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use super::kimi_cli;
 use super::kimi_code::{self, Home};
 pub use super::SessionSummary;
+use super::{source_for, Source, Tool, SOURCES};
 use crate::error::{Error, Result};
 use crate::model::Warning;
 
@@ -52,26 +53,31 @@ impl Locator {
     }
 }
 
-/// Is this a session of either tool?
-pub fn is_session(path: &Path) -> bool {
-    kimi_code::home::is_session_dir(path) || kimi_cli::is_session(path)
+/// The sources registered beside the two kimi tools, whose lookups this
+/// file still spells out: each is asked through [`Source`] alone.
+fn registered() -> impl Iterator<Item = &'static dyn Source> {
+    SOURCES
+        .iter()
+        .copied()
+        .filter(|s| !matches!(s.tool(), Tool::KimiCli | Tool::KimiCode))
 }
 
-/// Last change to a session of either tool.
+/// Is this a session of any agent?
+pub fn is_session(path: &Path) -> bool {
+    source_for(path).is_some()
+}
+
+/// Last change to a session of any agent.
 pub fn modified(path: &Path) -> SystemTime {
-    if kimi_code::home::is_session_dir(path) {
-        kimi_code::modified(path)
-    } else {
-        kimi_cli::modified(path)
+    match source_for(path) {
+        Some(s) => s.modified(path),
+        None => kimi_cli::modified(path),
     }
 }
 
 /// The work dir a session belongs to.
 pub fn work_dir_of(path: &Path) -> Option<String> {
-    if kimi_code::home::is_session_dir(path) {
-        return kimi_code::SessionState::read(path).cwd;
-    }
-    kimi_cli::share::work_dir_of(path)
+    source_for(path)?.work_dir_of(path)
 }
 
 fn newest(paths: Vec<PathBuf>) -> Option<PathBuf> {
@@ -82,12 +88,18 @@ fn newest(paths: Vec<PathBuf>) -> Option<PathBuf> {
 pub fn sessions_here(loc: &Locator) -> Vec<PathBuf> {
     let mut out = kimi_cli::sessions_in(&loc.cli.cwd_sessions());
     out.extend(loc.code.sessions_of(&loc.cwd()));
+    for s in registered() {
+        out.extend(s.sessions_here(&loc.cli.cwd));
+    }
     out
 }
 
 fn all_sessions(loc: &Locator) -> Vec<PathBuf> {
     let mut out = kimi_cli::share::session_dirs(&loc.cli.sessions_root());
     out.extend(loc.code.all_sessions());
+    for s in registered() {
+        out.extend(s.all_sessions());
+    }
     out
 }
 
@@ -112,9 +124,12 @@ pub fn resolve(arg: Option<&str>, loc: &Locator) -> Result<PathBuf> {
         if let Some(dir) = code_session_of_wire(path) {
             return Ok(dir);
         }
+        if let Some(found) = registered().find_map(|s| s.session_of(path)) {
+            return Ok(found);
+        }
         return kimi_cli::resolve(Some(arg), &loc.cli);
     }
-    let code: Vec<PathBuf> = loc
+    let mut code: Vec<PathBuf> = loc
         .code
         .all_sessions()
         .into_iter()
@@ -122,6 +137,17 @@ pub fn resolve(arg: Option<&str>, loc: &Locator) -> Result<PathBuf> {
         .collect();
     if let Some(exact) = code.iter().find(|d| name(d) == arg) {
         return Ok(exact.clone());
+    }
+    for s in registered() {
+        let found: Vec<PathBuf> = s
+            .all_sessions()
+            .into_iter()
+            .filter(|p| s.session_id(p).starts_with(arg))
+            .collect();
+        if let Some(exact) = found.iter().find(|p| s.session_id(p) == arg) {
+            return Ok(exact.clone());
+        }
+        code.extend(found);
     }
     let cli = kimi_cli::resolve(Some(arg), &loc.cli);
     match (code.as_slice(), cli) {
@@ -169,6 +195,14 @@ pub fn list_checked(loc: &Locator, all: bool) -> (Vec<SessionSummary>, Vec<Warni
     };
     let work_dirs = loc.code.work_dirs();
     rows.extend(dirs.iter().map(|d| kimi_code::summarize(d, &work_dirs)));
+    for s in registered() {
+        let found = if all {
+            s.all_sessions()
+        } else {
+            s.sessions_here(&loc.cli.cwd)
+        };
+        rows.extend(found.iter().map(|p| s.summarize(p)));
+    }
     rows.sort_by(|a, b| b.modified.cmp(&a.modified).then(a.id.cmp(&b.id)));
     (kimi_cli::lineage::forks_under_sources(rows), warnings)
 }

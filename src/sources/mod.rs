@@ -16,7 +16,10 @@
 pub mod kimi_cli;
 pub mod kimi_code;
 pub mod lookup;
+mod source;
 mod wire_log;
+
+pub use source::{others, source_for, source_of, Source, SOURCES};
 
 use std::path::{Path, PathBuf};
 
@@ -46,12 +49,14 @@ impl Default for Reading {
     }
 }
 
-/// [`parts`], reading as much as `reading` asks for.
+/// [`parts`], reading as much as `reading` asks for, with the first
+/// registered source that recognises the path; kimi-cli's reader (the
+/// last) reports a path none recognises.
 pub fn parts_with(path: &Path, reading: Reading) -> Result<SessionParts> {
-    if kimi_code::home::is_session_dir(path) {
-        return kimi_code::parts(path);
+    match source_for(path) {
+        Some(s) => s.parts(path, reading),
+        None => kimi_cli::parts(path, reading),
     }
-    kimi_cli::parts(path, reading)
 }
 
 /// Which agent wrote a session.
@@ -62,6 +67,12 @@ pub enum Tool {
     KimiCli,
     #[serde(rename = "kimi-code")]
     KimiCode,
+    #[serde(rename = "claude-code")]
+    ClaudeCode,
+    #[serde(rename = "pi")]
+    Pi,
+    #[serde(rename = "codex")]
+    Codex,
 }
 
 impl Tool {
@@ -69,7 +80,15 @@ impl Tool {
         match self {
             Tool::KimiCli => "kimi-cli",
             Tool::KimiCode => "kimi-code",
+            Tool::ClaudeCode => "claude-code",
+            Tool::Pi => "pi",
+            Tool::Codex => "codex",
         }
+    }
+
+    /// The source that reads this agent's sessions.
+    pub fn source(self) -> &'static dyn Source {
+        source_of(self)
     }
 }
 
@@ -125,6 +144,8 @@ pub struct AgentParts {
     /// Per world line, per record: its time in Unix seconds where the
     /// source reads one with the record (Kimi Code lines carry `time`).
     pub times: Vec<Vec<Option<f64>>>,
+    /// Names users gave entries (Pi's labels).
+    pub labels: Vec<EntryLabel>,
 }
 
 /// A world line as a source names it.
@@ -136,14 +157,95 @@ pub struct LineInfo {
     pub branch: Option<String>,
     /// Why it forks, when the source knows; `None`: classify by records.
     pub fork: Option<StatedFork>,
+    /// Tree-shaped formats name their entries: the id of this world line's
+    /// last entry (JSON `leaf`; a child's `parent` is its parent's leaf).
+    pub leaf: Option<String>,
+    /// The id of the last entry shared with the parent (JSON `fork.after`).
+    pub after: Option<String>,
+    /// What started this world line in the user's words (the first prompt
+    /// of a rewound branch, a summary): shown as its reason.
+    pub prompt: Option<String>,
+}
+
+/// Why a world line left its parent, for every agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ForkKind {
+    Dmail,
+    Compaction,
+    Clear,
+    /// Kimi Code's `/undo`: a branch inside the wire.
+    Undo,
+    /// Claude Code: a prompt resumed at an earlier message (Esc Esc, `-p
+    /// --resume-session-at`).
+    Rewind,
+    /// Claude Code's "summarize from here": a summary starts the branch.
+    Summarize,
+    /// Pi's `/tree`: the next entry hangs off an earlier one.
+    Tree,
+    /// A thread forked inside one tree (Codex `fork`).
+    Fork,
+    /// Turns rolled back (Codex `thread_rolled_back`).
+    Rollback,
+    #[default]
+    Unknown,
+}
+
+impl ForkKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ForkKind::Dmail => "dmail",
+            ForkKind::Compaction => "compaction",
+            ForkKind::Clear => "clear",
+            ForkKind::Undo => "undo",
+            ForkKind::Rewind => "rewind",
+            ForkKind::Summarize => "summarize",
+            ForkKind::Tree => "tree",
+            ForkKind::Fork => "fork",
+            ForkKind::Rollback => "rollback",
+            ForkKind::Unknown => "unknown",
+        }
+    }
+
+    /// `↶ rewind`: the mark and word a branch-like fork is shown with.
+    pub fn branch_words(self) -> &'static str {
+        match self {
+            ForkKind::Undo => "↶ undo",
+            ForkKind::Rewind => "↶ rewind",
+            ForkKind::Summarize => "↶ summarized from here",
+            ForkKind::Tree => "↶ /tree move",
+            ForkKind::Fork => "⑂ fork",
+            ForkKind::Rollback => "↶ rollback",
+            ForkKind::Dmail => "✉ D-Mail",
+            ForkKind::Compaction => "⊜ compaction",
+            ForkKind::Clear => "∅ /clear",
+            ForkKind::Unknown => "?",
+        }
+    }
+
+    /// Leaving for another branch of the same tree: not a D-Mail, a
+    /// compaction or a `/clear`, but a user (or agent) choosing an earlier
+    /// point to go on from.
+    pub fn is_branch(self) -> bool {
+        matches!(
+            self,
+            ForkKind::Undo
+                | ForkKind::Rewind
+                | ForkKind::Summarize
+                | ForkKind::Tree
+                | ForkKind::Fork
+                | ForkKind::Rollback
+        )
+    }
 }
 
 /// A fork a source states (Kimi Code's `agent.switched`, or an undo inferred
 /// the way Kimi Code ≤ 0.42 did).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct StatedFork {
-    /// An `/undo` (else a branch for a reason worldline doesn't know).
-    pub undo: bool,
+    /// Why it forks (`Unknown`: a branch for a reason worldline doesn't
+    /// know).
+    pub kind: ForkKind,
     /// The last wire line shared with the parent.
     pub line: Option<u32>,
     pub turns: Option<u32>,
@@ -154,11 +256,25 @@ pub struct StatedFork {
 
 /// A marked event on a world line: its line, and for a folded undo the
 /// turns it undid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineMark {
     pub world_line: usize,
     pub line: u32,
     pub count: Option<u32>,
+    /// Tree-shaped formats: the id of the entry that marks it (a compact
+    /// boundary's uuid).
+    pub entry: Option<String>,
+}
+
+/// A user's name for an entry (Pi's `label`), shown on it like Pi's
+/// `[name]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryLabel {
+    /// The entry's id.
+    pub entry: String,
+    /// World line and record the entry is, where it is a record.
+    pub at: Option<(usize, usize)>,
+    pub label: String,
 }
 
 /// Kept so callers written before the seam still build.
@@ -229,6 +345,8 @@ pub struct SessionLink {
     pub source_file: String,
     /// The last source wire line a Kimi Code `/fork` copied.
     pub line: Option<u32>,
+    /// Tree-shaped formats: the id of the last entry both sessions share.
+    pub after: Option<String>,
 }
 
 /// A session's place among the sessions it came from and led to.

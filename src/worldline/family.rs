@@ -6,7 +6,6 @@
 //! only grew keeps what its old records decided and looks at the new ones.
 
 use petgraph::graph::NodeIndex;
-use serde::Serialize;
 
 use super::graph::RecordRef;
 use super::wire::{Times, Timing};
@@ -14,28 +13,7 @@ use crate::model::{CallKey, Marker, RecordMeta, Role};
 use crate::read::FileIndex;
 use crate::sources::{LineFork, LineInfo};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ForkKind {
-    Dmail,
-    Compaction,
-    Clear,
-    /// Kimi Code's `/undo`: a branch inside the wire.
-    Undo,
-    Unknown,
-}
-
-impl ForkKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ForkKind::Dmail => "dmail",
-            ForkKind::Compaction => "compaction",
-            ForkKind::Clear => "clear",
-            ForkKind::Undo => "undo",
-            ForkKind::Unknown => "unknown",
-        }
-    }
-}
+pub use crate::sources::ForkKind;
 
 /// Why and where a world line left its parent.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,6 +82,11 @@ pub struct WorldLine {
     pub times: Times,
     /// The newest world line: what the model sees now.
     pub current: bool,
+    /// Tree-shaped formats: the id of its last entry (Claude Code's uuid,
+    /// Pi's 8-hex id, a Codex ordinal), as the source names it.
+    pub leaf: Option<String>,
+    /// Tree-shaped formats: the id of the last entry shared with the parent.
+    pub after: Option<String>,
 }
 
 /// A SendDMail call and what DenwaRenji said to it.
@@ -297,6 +280,8 @@ pub fn build_family(
             node: NodeIndex::end(),
             times: Times::default(),
             current: i + 1 == files.len(),
+            leaf: None,
+            after: None,
         });
     }
     let mut family = Family {
@@ -327,12 +312,13 @@ fn apply_stated(family: &mut Family, stated: &[LineInfo], current: Option<usize>
     for (l, info) in family.lines.iter_mut().zip(stated) {
         l.file = info.label.clone();
         l.branch = info.branch.clone();
+        l.leaf = info.leaf.clone();
+        l.after = info.after.clone();
         if let (Some(fork), Some(sf)) = (l.fork.as_mut(), info.fork) {
-            fork.kind = if sf.undo {
-                ForkKind::Undo
-            } else {
-                ForkKind::Unknown
-            };
+            fork.kind = sf.kind;
+            if info.prompt.is_some() {
+                fork.message = info.prompt.clone();
+            }
             fork.line = sf.line;
             fork.turns = sf.turns;
             fork.inferred = sf.inferred;

@@ -632,6 +632,15 @@ impl Map {
             Some(ForkKind::Compaction) => format!("{}: {from} compacted · {pct}", t.name),
             Some(ForkKind::Clear) => format!("{}: fresh start after /clear on {from}", t.name),
             Some(ForkKind::Undo) => format!("{}: {from} undone · {pct}", t.name),
+            Some(
+                k @ (ForkKind::Rewind
+                | ForkKind::Summarize
+                | ForkKind::Tree
+                | ForkKind::Fork
+                | ForkKind::Rollback),
+            ) => {
+                format!("{}: {} from {from} · {pct}", t.name, k.branch_words())
+            }
             Some(ForkKind::Unknown) => format!("{}: left {from}, reason unknown · {pct}", t.name),
         }
     }
@@ -932,6 +941,18 @@ fn reason(family: &Family, i: usize, arcs: &[DMailArc]) -> String {
                 if n == 1 { "" } else { "s" }
             ),
             None => format!("↶ undo on {from}"),
+        },
+        ForkKind::Rewind
+        | ForkKind::Summarize
+        | ForkKind::Tree
+        | ForkKind::Fork
+        | ForkKind::Rollback => match fork.message.as_deref() {
+            Some(m) => format!(
+                "{} on {from}: \"{}\"",
+                fork.kind.branch_words(),
+                sanitize_line(m, MESSAGE_COLS)
+            ),
+            None => format!("{} on {from}", fork.kind.branch_words()),
         },
         ForkKind::Unknown => format!("left {from} for a reason the files don't say"),
     }

@@ -42,6 +42,8 @@ pub struct Agent {
     pub folded_undos: Vec<LineMark>,
     /// How its source said to find `parent_call`.
     pub link: ParentLink,
+    /// Names users gave entries (Pi's labels).
+    pub labels: Vec<crate::sources::EntryLabel>,
 }
 
 #[derive(Debug, Clone)]
@@ -149,6 +151,7 @@ impl Session {
                 compactions: af.compactions,
                 folded_undos: af.folded_undos,
                 link: af.link,
+                labels: af.labels,
             });
         }
         if agents.is_empty() {
@@ -162,6 +165,7 @@ impl Session {
                 compactions: Vec::new(),
                 folded_undos: Vec::new(),
                 link: ParentLink::None,
+                labels: Vec::new(),
             });
         }
         link_subagents(&mut agents, prev);
@@ -224,10 +228,7 @@ impl Session {
             .records
             .get(r.record)
             .ok_or_else(|| Error::Other(format!("{}: no record {}", file.name, r.record)))?;
-        match self.tool {
-            Tool::KimiCli => read::load_body(&file.path, meta),
-            Tool::KimiCode => crate::sources::kimi_code::records::load_body(&file.path, meta),
-        }
+        self.tool.source().load_body(&file.path, meta)
     }
 
     /// The first `max` bytes of a record's line, raw.

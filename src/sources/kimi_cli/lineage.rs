@@ -116,6 +116,7 @@ fn pick(
             source_line: line,
             source_file: file,
             line: None,
+            after: None,
         })
 }
 
@@ -206,6 +207,7 @@ pub fn of(layout: &Layout, title: Option<&str>, files: &[FileIndex]) -> Lineage 
                 source_line: line,
                 source_file: files.get(line).map(|f| f.name.clone()).unwrap_or_default(),
                 line: None,
+                after: None,
             });
         }
     }

@@ -265,3 +265,65 @@ pub fn parts(path: &Path, reading: Reading) -> Result<SessionParts> {
         tool: super::Tool::KimiCli,
     })
 }
+
+/// kimi-cli as a [`super::Source`].
+pub struct KimiCli;
+
+impl super::Source for KimiCli {
+    fn tool(&self) -> super::Tool {
+        super::Tool::KimiCli
+    }
+
+    fn recognise(&self, path: &Path) -> bool {
+        is_session(path)
+    }
+
+    fn parts(&self, path: &Path, reading: Reading) -> Result<SessionParts> {
+        parts(path, reading)
+    }
+
+    fn load_body(
+        &self,
+        path: &Path,
+        meta: &crate::model::RecordMeta,
+    ) -> Result<crate::model::Body> {
+        read::load_body(path, meta)
+    }
+
+    fn sessions_here(&self, cwd: &Path) -> Vec<PathBuf> {
+        let loc = Locator {
+            cwd: cwd.to_path_buf(),
+            ..Locator::from_env()
+        };
+        sessions_in(&loc.cwd_sessions())
+    }
+
+    fn all_sessions(&self) -> Vec<PathBuf> {
+        share::session_dirs(&Locator::from_env().sessions_root())
+    }
+
+    fn session_id(&self, path: &Path) -> String {
+        Layout::of(path).id()
+    }
+
+    fn summarize(&self, path: &Path) -> SessionSummary {
+        let loc = Locator::from_env();
+        share::summarize(path, &share::work_dirs(&loc.share_dir))
+    }
+
+    fn modified(&self, path: &Path) -> std::time::SystemTime {
+        modified(path)
+    }
+
+    fn work_dir_of(&self, path: &Path) -> Option<String> {
+        share::work_dir_of(path)
+    }
+
+    fn live_paths(&self, path: &Path) -> Vec<PathBuf> {
+        vec![Layout::of(path).folder().to_path_buf()]
+    }
+
+    fn home_hint(&self) -> String {
+        Locator::from_env().sessions_root().display().to_string()
+    }
+}

@@ -290,3 +290,76 @@ fn last_forked_line(wire: &Path) -> Option<u32> {
 
 #[cfg(test)]
 mod fixture_tests;
+
+/// Kimi Code as a [`crate::sources::Source`].
+pub struct KimiCode;
+
+impl crate::sources::Source for KimiCode {
+    fn tool(&self) -> crate::sources::Tool {
+        crate::sources::Tool::KimiCode
+    }
+
+    fn recognise(&self, path: &Path) -> bool {
+        home::is_session_dir(path)
+    }
+
+    fn session_of(&self, path: &Path) -> Option<PathBuf> {
+        if home::is_session_dir(path) {
+            return Some(path.to_path_buf());
+        }
+        // `<dir>/agents/<id>/wire.jsonl`
+        let agents = path.parent()?.parent()?;
+        let dir = agents.parent()?;
+        (agents.file_name()? == "agents" && home::is_session_dir(dir)).then(|| dir.to_path_buf())
+    }
+
+    fn parts(
+        &self,
+        path: &Path,
+        _reading: crate::sources::Reading,
+    ) -> Result<crate::sources::SessionParts> {
+        parts(path)
+    }
+
+    fn load_body(
+        &self,
+        path: &Path,
+        meta: &crate::model::RecordMeta,
+    ) -> Result<crate::model::Body> {
+        records::load_body(path, meta)
+    }
+
+    fn sessions_here(&self, cwd: &Path) -> Vec<PathBuf> {
+        Home::from_env().sessions_of(&cwd.to_string_lossy())
+    }
+
+    fn all_sessions(&self) -> Vec<PathBuf> {
+        Home::from_env().all_sessions()
+    }
+
+    fn session_id(&self, path: &Path) -> String {
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    fn summarize(&self, path: &Path) -> crate::sources::SessionSummary {
+        summarize(path, &Home::from_env().work_dirs())
+    }
+
+    fn modified(&self, path: &Path) -> std::time::SystemTime {
+        modified(path)
+    }
+
+    fn work_dir_of(&self, path: &Path) -> Option<String> {
+        SessionState::read(path).cwd
+    }
+
+    fn live_paths(&self, path: &Path) -> Vec<PathBuf> {
+        vec![path.to_path_buf(), home::agents_dir(path)]
+    }
+
+    fn home_hint(&self) -> String {
+        Home::from_env().sessions_root().display().to_string()
+    }
+}

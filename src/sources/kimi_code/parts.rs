@@ -7,7 +7,7 @@
 
 use super::{records, AgentWire, CodeSession, ForkLink};
 use crate::sources::{
-    AgentParts, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
+    AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
     SessionParts, StatedFork, SubagentMeta, Tool,
 };
 use crate::text::sanitize_line;
@@ -37,6 +37,7 @@ pub fn session_parts(cs: &CodeSession, forks: Vec<ForkLink>) -> SessionParts {
             line: f.line,
             source_line,
             source_file: main.map(|m| m.wire.name.clone()).unwrap_or_default(),
+            after: None,
         }
     };
     SessionParts {
@@ -87,12 +88,17 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
             label: format!("branch {}", sanitize_line(&b.name, 40)),
             branch: Some(b.name.clone()),
             fork: b.parent.map(|p| StatedFork {
-                undo: b.reason.as_deref() == Some("undo"),
+                kind: if b.reason.as_deref() == Some("undo") {
+                    ForkKind::Undo
+                } else {
+                    ForkKind::Unknown
+                },
                 line: b.fork_line,
                 turns: b.turns,
                 inferred: b.inferred,
                 origin: b.fork_line.and_then(|l| t.owner_of(l)).or(Some(p)),
             }),
+            ..LineInfo::default()
         });
         files.push(file);
         forks.push(fork);
@@ -114,6 +120,7 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
         world_line,
         line,
         count,
+        entry: None,
     };
     AgentParts {
         dir: a.dir.clone(),
@@ -141,5 +148,6 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
         times,
         // The wire's, once: every branch is a view of the same file.
         warnings: a.wire.warnings.clone(),
+        labels: Vec::new(),
     }
 }

@@ -1,0 +1,92 @@
+//! The `Source` trait: everything worldline asks of one agent's on-disk
+//! contract, and the one table ([`SOURCES`]) that registers every agent.
+//! Code outside `sources/` asks a session's [`Tool`] for its source and
+//! never matches on the agent; adding an agent is one folder under
+//! `sources/` and one line in the table.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::{Reading, SessionParts, SessionSummary, Tool};
+use crate::error::Result;
+use crate::model::{Body, RecordMeta};
+
+/// One agent's on-disk contract.
+pub trait Source: Sync {
+    /// Which agent this is.
+    fn tool(&self) -> Tool;
+
+    /// Is `path` (a file or a directory) a session of this agent, by its
+    /// name *and* its content? A file of another agent's format must
+    /// answer `false`, so nothing opens as the wrong agent.
+    fn recognise(&self, path: &Path) -> bool;
+
+    /// The session an existing path a user typed belongs to (a subagent's
+    /// file → its session); `None` when the path is not this agent's.
+    fn session_of(&self, path: &Path) -> Option<PathBuf> {
+        self.recognise(path).then(|| path.to_path_buf())
+    }
+
+    /// Reads the session at `path` (as [`Source::session_of`] names it)
+    /// into the parts the world-line builder takes.
+    fn parts(&self, path: &Path, reading: Reading) -> Result<SessionParts>;
+
+    /// Loads one record's body from the file its index entry points into
+    /// (`FileIndex::path`). A line that changed on disk is an error.
+    fn load_body(&self, path: &Path, meta: &RecordMeta) -> Result<Body>;
+
+    /// Sessions of the work directory `cwd`, any order.
+    fn sessions_here(&self, cwd: &Path) -> Vec<PathBuf>;
+
+    /// Every session this agent keeps (its home from its env var, else the
+    /// default), any order.
+    fn all_sessions(&self) -> Vec<PathBuf>;
+
+    /// The id users type (`worldline SESSION`, prefixes included).
+    fn session_id(&self, path: &Path) -> String {
+        path.file_stem()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    /// A session's row for `list` and the picker, read cheaply.
+    fn summarize(&self, path: &Path) -> SessionSummary;
+
+    /// Last change to any of the session's files.
+    fn modified(&self, path: &Path) -> SystemTime;
+
+    /// The work directory the session belongs to.
+    fn work_dir_of(&self, path: &Path) -> Option<String>;
+
+    /// What a live follower watches: the files and directories whose
+    /// change means the session may have changed (new files included: a
+    /// directory is listed to see files appear in it).
+    fn live_paths(&self, path: &Path) -> Vec<PathBuf>;
+
+    /// Where this agent's sessions are looked for, for messages.
+    fn home_hint(&self) -> String;
+}
+
+/// Every agent worldline reads, in the order a path is offered to them:
+/// the first whose [`Source::recognise`] says yes reads it. kimi-cli comes
+/// last: its oldest layouts are bare `<id>.jsonl` files.
+pub static SOURCES: &[&dyn Source] = &[&super::kimi_code::KimiCode, &super::kimi_cli::KimiCli];
+
+/// The source that reads the session at `path`, if any does.
+pub fn source_for(path: &Path) -> Option<&'static dyn Source> {
+    SOURCES.iter().copied().find(|s| s.recognise(path))
+}
+
+/// The source registered for `tool`.
+pub fn source_of(tool: Tool) -> &'static dyn Source {
+    SOURCES
+        .iter()
+        .copied()
+        .find(|s| s.tool() == tool)
+        .unwrap_or(SOURCES[SOURCES.len() - 1])
+}
+
+/// Sources other than `tool`'s, for lookups that try each in turn.
+pub fn others(tool: Tool) -> impl Iterator<Item = &'static dyn Source> {
+    SOURCES.iter().copied().filter(move |s| s.tool() != tool)
+}
