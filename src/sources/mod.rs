@@ -16,6 +16,7 @@
 pub mod kimi_cli;
 pub mod kimi_code;
 pub mod lookup;
+pub mod pi;
 mod source;
 mod wire_log;
 
@@ -264,6 +265,9 @@ pub struct LineMark {
     /// Tree-shaped formats: the id of the entry that marks it (a compact
     /// boundary's uuid).
     pub entry: Option<String>,
+    /// A compaction that names the first entry it kept whole (Pi's
+    /// `firstKeptEntryId`).
+    pub first_kept: Option<String>,
 }
 
 /// A user's name for an entry (Pi's `label`), shown on it like Pi's

@@ -1,0 +1,196 @@
+//! A Pi session as the world-line builder takes it: one world line per
+//! root-to-leaf path of the entry tree ([`super::tree`]), each a view of
+//! the one file (the path's entries, bookkeeping included), leaving its
+//! parent at the fork point with the reason `/tree`; compactions as marks
+//! on their line, labels on their targets, the title, and `/fork` lineage.
+
+use super::file::{Entry, Kind, PiFile};
+use super::tree::Tree;
+use crate::model::{Role, Warning};
+use crate::read::FileIndex;
+use crate::sources::{
+    AgentParts, EntryLabel, ForkKind, LineFork, LineInfo, LineMark, Lineage, ParentLink,
+    SessionParts, StatedFork, Tool,
+};
+
+/// Characters of a prompt or summary kept as a world line's reason.
+const PROMPT_CHARS: usize = 400;
+
+/// Builds the parts of a read file; `lineage` is found on disk beside it.
+pub fn session_parts(f: &PiFile, tree: &Tree, lineage: Lineage) -> SessionParts {
+    let e = &f.entries;
+    let mut files = Vec::with_capacity(tree.lines.len());
+    let mut forks = Vec::with_capacity(tree.lines.len());
+    let mut lines = Vec::with_capacity(tree.lines.len());
+    let mut times = Vec::with_capacity(tree.lines.len());
+    for (k, l) in tree.lines.iter().enumerate() {
+        let path = tree.path(e, k);
+        let records: Vec<_> = path.iter().map(|&i| e[i as usize].meta.clone()).collect();
+        times.push(path.iter().map(|&i| e[i as usize].time).collect());
+        files.push(FileIndex {
+            name: f.name.clone(),
+            path: f.path.clone(),
+            records: records.into(),
+            warnings: Vec::new(),
+            bytes: f.bytes,
+            dropped_warnings: 0,
+        });
+        forks.push(match (l.parent, l.after) {
+            (Some(p), Some(a)) => LineFork::Explicit {
+                parent: p,
+                shared: tree.depth[a as usize] as usize + 1,
+            },
+            _ if k == 0 => LineFork::Infer,
+            _ => LineFork::Root,
+        });
+        let own = &path[tree.depth[l.start as usize] as usize..];
+        lines.push(LineInfo {
+            label: format!("leaf {}", crate::text::sanitize_line(&e[l.leaf as usize].id, 16)),
+            branch: None,
+            fork: l.parent.map(|p| StatedFork {
+                kind: ForkKind::Tree,
+                line: l.after.map(|a| e[a as usize].meta.line()),
+                turns: None,
+                inferred: false,
+                origin: Some(p),
+            }),
+            leaf: Some(e[l.leaf as usize].id.to_string()),
+            after: l.after.map(|a| e[a as usize].id.to_string()),
+            prompt: l.parent.and_then(|_| reason(f, own)),
+        });
+    }
+    let compactions = e
+        .iter()
+        .enumerate()
+        .filter_map(|(i, en)| {
+            let Kind::Compaction { first_kept } = &en.kind else {
+                return None;
+            };
+            Some(LineMark {
+                world_line: tree.owner_of(i as u32)?,
+                line: en.meta.line(),
+                count: None,
+                entry: Some(en.id.to_string()),
+                first_kept: first_kept.as_deref().map(str::to_string),
+            })
+        })
+        .collect();
+    let mut warnings = f.warnings.clone();
+    if f.dropped_warnings > 0 {
+        warnings.push(Warning {
+            file: f.path.display().to_string(),
+            line: u64::from(f.lines),
+            message: format!(
+                "{} more warnings in this file not listed",
+                f.dropped_warnings
+            ),
+        });
+    }
+    let main = AgentParts {
+        dir: f.path.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
+        files,
+        forks,
+        wire: None,
+        meta: None,
+        link: ParentLink::None,
+        warnings,
+        lines,
+        current: tree.current,
+        compactions,
+        folded_undos: Vec::new(),
+        parent_line: None,
+        times,
+        labels: labels(f, tree),
+    };
+    SessionParts {
+        dir: f.path.clone(),
+        id: session_id(f),
+        title: title(f),
+        agents: vec![main],
+        lineage,
+        tool: Tool::Pi,
+    }
+}
+
+/// The header's id, else the file name's.
+pub fn session_id(f: &PiFile) -> String {
+    f.header
+        .as_ref()
+        .and_then(|h| h.id.clone())
+        .or_else(|| super::home::id_of_name(&f.path))
+        .unwrap_or_else(|| f.name.clone())
+}
+
+/// Labels in force: the last `label` entry per target wins; one without a
+/// label clears it.
+fn labels(f: &PiFile, tree: &Tree) -> Vec<EntryLabel> {
+    let mut out: Vec<EntryLabel> = Vec::new();
+    for en in &f.entries {
+        let Kind::Label { target, label } = &en.kind else {
+            continue;
+        };
+        let Some(target) = target else { continue };
+        out.retain(|l| *l.entry != **target);
+        if let Some(label) = label {
+            let at = f.by_id.get(&**target).and_then(|&i| {
+                Some((tree.owner_of(i)?, tree.depth[i as usize] as usize))
+            });
+            out.push(EntryLabel {
+                entry: target.to_string(),
+                at,
+                label: label.to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// Pi's title: the latest `session_info` name (empty clears it), else the
+/// first prompt.
+pub fn title(f: &PiFile) -> Option<String> {
+    let named = f.entries.iter().rev().find_map(|en| match &en.kind {
+        Kind::SessionInfo { name } => Some(name.as_deref().unwrap_or("")),
+        _ => None,
+    });
+    if let Some(n) = named.filter(|n| !n.trim().is_empty()) {
+        return Some(n.trim().to_string());
+    }
+    f.entries
+        .iter()
+        .filter(|en| *en.meta.role() == Role::User)
+        .take(8)
+        .find_map(|en| text_of(f, en))
+        .map(|t| first_chars(t.trim(), 200))
+}
+
+/// What started a branch: its summary, else its first prompt.
+fn reason(f: &PiFile, own: &[u32]) -> Option<String> {
+    for &i in own.iter().take(64) {
+        let en = &f.entries[i as usize];
+        match en.kind {
+            Kind::BranchSummary => {
+                let text = text_of(f, en)?;
+                let summary = text.split_once('\n').map_or("", |(_, s)| s);
+                return Some(format!("summary: {}", first_chars(summary.trim(), PROMPT_CHARS)));
+            }
+            _ if *en.meta.role() == Role::User => {
+                return text_of(f, en).map(|t| first_chars(t.trim(), PROMPT_CHARS));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn text_of(f: &PiFile, en: &Entry) -> Option<String> {
+    let body = super::body::load_body(&f.path, &en.meta).ok()?;
+    let t = body.text();
+    (!t.trim().is_empty()).then_some(t)
+}
+
+fn first_chars(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
