@@ -1,0 +1,272 @@
+//! Pi sessions through the binary, as a user runs it: every fixture's
+//! `tree --format json` (looked up by id under `PI_CODING_AGENT_DIR`)
+//! against its `expected.json`; lookup by path, id, prefix and the work
+//! dir; `list`; bad input warned about by file and line.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+mod common;
+
+/// The binary with only this Pi home: every other agent's home is empty.
+fn bin(agent_dir: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let nothing = agent_dir.join("no-other-agent-here");
+    c.env("PI_CODING_AGENT_DIR", agent_dir)
+        .env_remove("PI_CODING_AGENT_SESSION_DIR")
+        .env("KIMI_SHARE_DIR", &nothing)
+        .env("KIMI_CODE_HOME", &nothing)
+        .env("CLAUDE_CONFIG_DIR", &nothing)
+        .env("CODEX_HOME", &nothing)
+        .env("HOME", &nothing);
+    c
+}
+
+fn tree_json(agent_dir: &Path, arg: &str) -> Value {
+    let mut c = bin(agent_dir);
+    c.args(["tree", arg, "--format", "json"]);
+    serde_json::from_str(&common::stdout_of(c)).unwrap()
+}
+
+/// The fields of expected.json, read back from worldline's output.
+fn structure(got: &Value) -> Value {
+    let lines = got["world_lines"].as_array().unwrap();
+    let world_lines: Vec<Value> = lines
+        .iter()
+        .map(|l| {
+            json!({
+                "leaf": l["leaf"],
+                "parent": l["parent"],
+                "after": l["fork"]["after"],
+                "kind": l["fork"]["kind"],
+                "records": l["records"],
+            })
+        })
+        .collect();
+    let current: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["current"] == true)
+        .map(|l| &l["leaf"])
+        .collect();
+    assert_eq!(current.len(), 1, "one current world line: {got}");
+    let forked_from = match got["forked_from"].as_object() {
+        Some(f) => json!({"session": f["session"], "after": f["after"]}),
+        None => Value::Null,
+    };
+    json!({
+        "title": got["title"],
+        "world_lines": world_lines,
+        "current": current[0],
+        "compactions": got["compactions"],
+        "subagents": got["subagents"],
+        "forked_from": forked_from,
+    })
+}
+
+fn expected_structure(want: &Value) -> Value {
+    let mut w = want.clone();
+    w.as_object_mut().unwrap().remove("file");
+    w
+}
+
+fn agent_dir(case: &Path) -> PathBuf {
+    case.join("home/.pi/agent")
+}
+
+#[test]
+fn every_fixture_matches_expected_through_tree_json() {
+    let cases = common::scenarios("pi");
+    assert!(cases.len() >= 4);
+    for case in cases {
+        let expected: Value =
+            serde_json::from_slice(&std::fs::read(case.join("expected.json")).unwrap()).unwrap();
+        assert_eq!(expected["tool"], "pi");
+        let home = agent_dir(&case);
+        for (id, want) in expected["sessions"].as_object().unwrap() {
+            let got = tree_json(&home, id);
+            let what = format!("{} {id}", case.display());
+            assert_eq!(got["tool"], "pi", "{what}");
+            assert_eq!(got["session_id"], id.as_str(), "{what}");
+            let file = want["file"].as_str().unwrap();
+            assert_eq!(
+                Path::new(got["session_dir"].as_str().unwrap()),
+                case.join(file),
+                "{what}"
+            );
+            assert_eq!(structure(&got), expected_structure(want), "{what}");
+            assert_eq!(got["warnings"], json!([]), "{what}");
+            // Lineage both ways: a source names each fork at the same entry.
+            for (other, w) in expected["sessions"].as_object().unwrap() {
+                if w["forked_from"]["session"] == id.as_str() {
+                    let forks: Vec<Value> = got["forks"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|f| json!({"session": f["session"], "after": f["after"]}))
+                        .collect();
+                    assert!(
+                        forks.contains(&json!({"session": other, "after": w["forked_from"]["after"]})),
+                        "{what}: {forks:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to: PathBuf = dst.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+}
+
+/// The fork case's files under a fresh agent dir, the source moved to the
+/// folder of a work dir we run in: `parentSession` no longer names where
+/// the source is, and it is found by its file name.
+#[test]
+fn lookup_by_path_id_prefix_and_work_dir_and_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("agent");
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pi/fork");
+    copy_dir(&agent_dir(&case), &home);
+    let work = tmp.path().join("proj");
+    std::fs::create_dir_all(&work).unwrap();
+    let bucket = home.join("sessions").join(worldline::sources::pi::home::cwd_key(
+        work.to_str().unwrap(),
+    ));
+    std::fs::create_dir_all(&bucket).unwrap();
+    let old = home.join("sessions/--home-user-fork--");
+    let files: Vec<PathBuf> = {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&old)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort();
+        v
+    };
+    let source_id = "01a24115-ac9f-70c2-ae2d-6a8a9e859d76";
+    let fork_id = "01a24115-ad8b-70c2-ae2d-6a8d2424bb6e";
+
+    // By path.
+    let got = tree_json(&home, files[1].to_str().unwrap());
+    assert_eq!(got["session_id"], fork_id);
+    assert_eq!(got["forked_from"]["after"], "e12a15c3");
+    // By id prefix; an ambiguous prefix names the candidates.
+    assert_eq!(tree_json(&home, "01a24115-ad8b")["session_id"], fork_id);
+    let mut c = bin(&home);
+    c.args(["tree", "01a24115-a", "--format", "json"]);
+    let out = c.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(source_id) && err.contains(fork_id), "{err}");
+
+    // Moved: the source now lives in this work dir's folder.
+    let moved = bucket.join(files[0].file_name().unwrap());
+    std::fs::rename(&files[0], &moved).unwrap();
+    let got = tree_json(&home, fork_id);
+    assert_eq!(got["forked_from"]["session"], source_id);
+    assert_eq!(got["forked_from"]["after"], "e12a15c3");
+    // No argument in the work dir: its newest session of any agent.
+    let mut c = bin(&home);
+    c.current_dir(&work).args(["tree", "--format", "json"]);
+    let got: Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
+    assert_eq!(got["session_id"], source_id);
+    assert_eq!(got["tool"], "pi");
+
+    // `list` here: the tool and Pi's title; `--all` sees both.
+    let mut c = bin(&home);
+    c.current_dir(&work).args(["list", "--json"]);
+    let rows: Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["tool"], "pi");
+    assert_eq!(rows[0]["id"], source_id);
+    assert_eq!(rows[0]["title"], "TOOLS=1 first turn");
+    let mut c = bin(&home);
+    c.current_dir(&work).args(["list", "--all", "--json"]);
+    let rows: Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
+    let fork = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == fork_id)
+        .expect("the fork is listed");
+    assert_eq!(fork["forked_from"], source_id);
+    assert_eq!(fork["world_lines"], 2);
+    let mut c = bin(&home);
+    c.current_dir(&work).args(["list"]);
+    let table = common::stdout_of(c);
+    assert!(table.contains("pi"), "{table}");
+}
+
+/// A session named with `session_info` is listed by that name; clearing
+/// it falls back to the first prompt.
+#[test]
+fn title_is_the_latest_session_name_else_the_first_prompt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("agent");
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pi/linear");
+    copy_dir(&agent_dir(&case), &home);
+    let id = "01a24115-b31c-7216-9388-415d77da59cc";
+    assert_eq!(tree_json(&home, id)["title"], "linear demo");
+    let file = std::fs::read_dir(home.join("sessions/--home-user-linear--"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("{\"type\":\"session_info\",\"id\":\"0000aaaa\",\"parentId\":\"162e00d7\",\"timestamp\":\"2026-12-04T12:44:32.000Z\",\"name\":\"\"}\n");
+    std::fs::write(&file, text).unwrap();
+    let got = tree_json(&home, id);
+    assert_eq!(got["title"], "READ the README.md please");
+    assert_eq!(got["world_lines"][0]["leaf"], "0000aaaa");
+}
+
+/// Broken files: warnings naming file and line, never a panic.
+#[test]
+fn bad_input_is_warned_about_by_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("agent");
+    let dir = home.join("sessions/--x--");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("2026-01-01T00-00-00-000Z_0000-bad.jsonl");
+    std::fs::write(
+        &file,
+        concat!(
+            "{\"type\":\"session\",\"version\":3,\"id\":\"0000-bad\",\"timestamp\":\"2026-01-01T00:00:00.000Z\",\"cwd\":\"/x\"}\n",
+            "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
+            "{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"gone\",\"message\":{\"role\":\"user\",\"content\":\"orphan\"}}\n",
+            "{\"type\":\"message\",\"id\":\"c\",\"parentId\":\"d\",\"message\":{\"role\":\"user\",\"content\":\"cycle\"}}\n",
+            "{\"type\":\"message\",\"id\":\"d\",\"parentId\":\"c\",\"message\":{\"role\":\"assistant\",\"content\":[]}}\n",
+            "{\"type\":\"message\",\"id\":\"a\",\"parentId\":\"d\",\"message\":{\"role\":\"user\",\"content\":\"dup\"}}\n",
+            "garbage\n",
+        ),
+    )
+    .unwrap();
+    let got = tree_json(&home, file.to_str().unwrap());
+    let warnings = got["warnings"].as_array().unwrap();
+    let lines: Vec<u64> = warnings
+        .iter()
+        .map(|w| w["line"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lines, [3, 4, 6, 7], "{warnings:?}");
+    assert!(warnings
+        .iter()
+        .all(|w| w["file"].as_str().unwrap().ends_with("0000-bad.jsonl")));
+    // Three roots: a, the orphan b, and c (whose parent came later).
+    assert_eq!(got["world_lines"].as_array().unwrap().len(), 3);
+    // The text tree says the same on stderr or in its output, and exits 0.
+    let mut c = bin(&home);
+    c.args(["tree", file.to_str().unwrap()]);
+    common::stdout_of(c);
+}
