@@ -270,3 +270,45 @@ fn bad_input_is_warned_about_by_file_and_line() {
     c.args(["tree", file.to_str().unwrap()]);
     common::stdout_of(c);
 }
+
+/// Labels as Pi's `/tree` shows them: the last one per target, a cleared
+/// one gone; on their target in JSON, the text tree and the TUI's rows;
+/// the label entries themselves sit in the chain (a tail here).
+#[test]
+fn labels_show_on_their_targets() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("agent");
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pi/tree_nav");
+    copy_dir(&agent_dir(&case), &home);
+    let file = std::fs::read_dir(home.join("sessions/--home-user-tree_nav--"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    let label = |id: &str, parent: &str, target: &str, name: Option<&str>| {
+        let name = name.map_or(String::new(), |n| format!(",\"label\":\"{n}\""));
+        format!("{{\"type\":\"label\",\"id\":\"{id}\",\"parentId\":\"{parent}\",\"timestamp\":\"2026-12-04T12:44:38.000Z\",\"targetId\":\"{target}\"{name}}}\n")
+    };
+    text.push_str(&label("1abe1001", "5c59adc0", "d475db40", Some("base")));
+    text.push_str(&label("1abe1002", "1abe1001", "5c59adc0", Some("old")));
+    text.push_str(&label("1abe1003", "1abe1002", "5c59adc0", None));
+    text.push_str(&label("1abe1004", "1abe1003", "b99a99a4", Some("start")));
+    std::fs::write(&file, text).unwrap();
+    let id = "01a24115-cbb2-776f-ad41-353f3dd6da07";
+    let got = tree_json(&home, id);
+    assert_eq!(
+        got["labels"],
+        json!([{"entry": "d475db40", "label": "base"}, {"entry": "b99a99a4", "label": "start"}])
+    );
+    let lines = got["world_lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["leaf"], "1abe1004");
+    assert_eq!(lines[1]["current"], true);
+    assert_eq!(lines[1]["records"], 15);
+    let mut c = bin(&home);
+    c.args(["tree", id]);
+    let tree = common::stdout_of(c);
+    assert!(tree.contains("[base] on d475db40"), "{tree}");
+}
