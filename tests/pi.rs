@@ -312,3 +312,107 @@ fn labels_show_on_their_targets() {
     let tree = common::stdout_of(c);
     assert!(tree.contains("[base] on d475db40"), "{tree}");
 }
+
+/// A recorded session written again as Pi writes it (the buffered prefix
+/// at once on the first message, then entry by entry, in uneven pieces,
+/// some ending mid-line) while `watch --json` follows: the last
+/// `world_line` event of each world line equals `tree --format json`.
+#[test]
+fn watch_follows_a_session_written_live() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("agent");
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pi/compact");
+    copy_dir(&agent_dir(&case), &home);
+    let file = std::fs::read_dir(home.join("sessions/--home-user-compact--"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let full = std::fs::read(&file).unwrap();
+    let cut = |n: usize| {
+        full.iter()
+            .enumerate()
+            .filter(|(_, &b)| b == b'\n')
+            .nth(n - 1)
+            .unwrap()
+            .0
+            + 1
+    };
+    // Header, model, thinking level, system prompt, first prompt.
+    std::fs::write(&file, &full[..cut(5)]).unwrap();
+    let mut child = bin(&home)
+        .arg("watch")
+        .arg(&file)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(serde_json::from_str(&l).unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let wait_until = |want: &dyn Fn(&Value) -> bool, seen: &mut Vec<Value>| {
+        let end = std::time::Instant::now() + common::PATIENCE;
+        while std::time::Instant::now() < end {
+            if let Ok(v) = rx.recv_timeout(std::time::Duration::from_millis(50)) {
+                let hit = want(&v);
+                seen.push(v);
+                if hit {
+                    return;
+                }
+            }
+        }
+        panic!("watch never said what was expected; saw {seen:?}");
+    };
+    wait_until(&|v| v["event"] == "world_line", &mut seen);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    let mut at = cut(5);
+    let mut step = 3;
+    while at < full.len() {
+        let end = (at + step * 131).min(full.len());
+        f.write_all(&full[at..end]).unwrap();
+        f.flush().unwrap();
+        at = end;
+        step = step % 11 + 2;
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    wait_until(
+        &|v| v["event"] == "world_line" && v["leaf"] == "801e8c82",
+        &mut seen,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(child.wait().unwrap().success());
+    while let Ok(v) = rx.try_recv() {
+        seen.push(v);
+    }
+    let tree = tree_json(&home, file.to_str().unwrap());
+    // World lines by where they leave (the root line: nowhere).
+    let mut last: std::collections::HashMap<String, Value> = Default::default();
+    for e in seen.iter().filter(|e| e["event"] == "world_line") {
+        let mut w = e.clone();
+        let m = w.as_object_mut().unwrap();
+        m.remove("event");
+        m.remove("agent");
+        last.insert(e["fork"]["after"].to_string(), w);
+    }
+    let lines = tree["world_lines"].as_array().unwrap();
+    assert_eq!(lines.len(), 2);
+    for l in lines {
+        assert_eq!(last.get(&l["fork"]["after"].to_string()), Some(l), "{seen:?}");
+    }
+    assert_eq!(tree["warnings"], json!([]));
+}

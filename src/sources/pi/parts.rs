@@ -45,7 +45,9 @@ pub fn session_parts(f: &PiFile, tree: &Tree, lineage: Lineage) -> SessionParts 
         });
         let own = &path[tree.depth[l.start as usize] as usize..];
         lines.push(LineInfo {
-            label: format!("leaf {}", crate::text::sanitize_line(&e[l.leaf as usize].id, 16)),
+            // Named by its first own entry: a live line keeps its name
+            // while it grows (its leaf moves on).
+            label: format!("from {}", crate::text::sanitize_line(&e[l.start as usize].id, 16)),
             branch: None,
             fork: l.parent.map(|p| StatedFork {
                 kind: ForkKind::Tree,
