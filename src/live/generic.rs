@@ -32,6 +32,8 @@ pub struct GenericState {
     /// Parts read in the last refresh, not yet built.
     pending: Option<crate::sources::SessionParts>,
     prev: Option<Arc<Session>>,
+    /// What the source kept from its last read.
+    kept: crate::sources::LiveState,
 }
 
 impl GenericState {
@@ -43,6 +45,7 @@ impl GenericState {
             dirs: Vec::new(),
             pending: None,
             prev: None,
+            kept: None,
         }
     }
 
@@ -73,7 +76,10 @@ impl GenericState {
             };
         }
         self.stamps = stamps;
-        match self.source.parts(&self.path, Reading::default()) {
+        match self
+            .source
+            .parts_live(&self.path, Reading::default(), &mut self.kept)
+        {
             Ok(parts) => {
                 self.pending = Some(parts);
                 Refresh {

@@ -20,7 +20,7 @@ pub mod pi;
 mod source;
 mod wire_log;
 
-pub use source::{others, source_for, source_of, Source, SOURCES};
+pub use source::{others, source_for, source_of, LiveState, Source, SOURCES};
 
 use std::path::{Path, PathBuf};
 

@@ -11,6 +11,10 @@ use super::{Reading, SessionParts, SessionSummary, Tool};
 use crate::error::Result;
 use crate::model::{Body, RecordMeta};
 
+/// What a source keeps between a live follower's reads
+/// ([`Source::parts_live`]); `None` before the first.
+pub type LiveState = Option<Box<dyn std::any::Any + Send>>;
+
 /// One agent's on-disk contract.
 pub trait Source: Sync {
     /// Which agent this is.
@@ -30,6 +34,15 @@ pub trait Source: Sync {
     /// Reads the session at `path` (as [`Source::session_of`] names it)
     /// into the parts the world-line builder takes.
     fn parts(&self, path: &Path, reading: Reading) -> Result<SessionParts>;
+
+    /// [`Source::parts`] for a live follower, which keeps `state` between
+    /// calls (whatever the source kept from its last read): a source whose
+    /// files only grow can read just the new bytes. The default reads it
+    /// all again.
+    fn parts_live(&self, path: &Path, reading: Reading, state: &mut LiveState) -> Result<SessionParts> {
+        let _ = state;
+        self.parts(path, reading)
+    }
 
     /// Loads one record's body from the file its index entry points into
     /// (`FileIndex::path`). A line that changed on disk is an error.

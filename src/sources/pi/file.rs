@@ -97,6 +97,11 @@ pub struct PiFile {
     /// Something other than blank space was seen (the header is due).
     started: bool,
     migrated_warned: bool,
+    /// The inode read (a rewrite under the same name is a new file).
+    pub ino: u64,
+    /// The last line was taken whole without its newline (at the end of
+    /// the file); a newline arriving next ends it, it is no blank line.
+    unterminated: bool,
 }
 
 #[derive(Deserialize)]
@@ -180,6 +185,7 @@ impl PiFile {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let mut ix = PiFile::new(name, path);
+        ix.ino = inode(&g.file);
         // Read as the file was when opened: a writer appending meanwhile
         // leaves a whole prefix, and the follower reads the rest.
         let mut file = g.file.take(g.len);
@@ -193,6 +199,43 @@ impl PiFile {
         }
         ix.finish();
         Ok(ix)
+    }
+
+    /// Reads what was appended since the last read. `Ok(false)`: the file
+    /// is not the one read (replaced, truncated, or its last read line
+    /// changed: Pi rewrites a file only to migrate it), read it anew.
+    pub fn read_more(&mut self) -> crate::Result<bool> {
+        use std::io::{Read, Seek, SeekFrom};
+        let path = self.path.clone();
+        let g = crate::read::guard::open_regular(&path)
+            .map_err(|e| crate::Error::Other(format!("{}: {e}", path.display())))?;
+        let from = self.bytes + self.pending_len() as u64;
+        if inode(&g.file) != self.ino || g.len < from || self.oversize.is_some() {
+            return Ok(false);
+        }
+        let mut file = g.file;
+        if let Some(last) = self.entries.last() {
+            let (off, len) = (last.meta.offset(), last.meta.len() as usize);
+            let mut buf = vec![0u8; len];
+            file.seek(SeekFrom::Start(off))
+                .and_then(|_| file.read_exact(&mut buf))
+                .map_err(|e| crate::Error::io(&path, e))?;
+            if xxh3_64(&buf) != last.meta.hash() {
+                return Ok(false);
+            }
+        }
+        file.seek(SeekFrom::Start(from))
+            .map_err(|e| crate::Error::io(&path, e))?;
+        let mut rest = file.take(g.len - from);
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = rest.read(&mut buf).map_err(|e| crate::Error::io(&path, e))?;
+            if n == 0 {
+                break;
+            }
+            self.feed(&buf[..n]);
+        }
+        Ok(true)
     }
 
     /// Parses bytes already in memory (tests).
@@ -276,6 +319,10 @@ impl PiFile {
     }
 
     fn add_line(&mut self, raw: &[u8], terminator: u64) {
+        if std::mem::replace(&mut self.unterminated, terminator == 0) && raw.is_empty() {
+            self.bytes += terminator;
+            return;
+        }
         let offset = self.bytes;
         self.bytes += raw.len() as u64 + terminator;
         self.lines += 1;
@@ -300,7 +347,15 @@ impl PiFile {
                     // Pi writes whole lines: a last one without its end
                     // that doesn't parse is still being written (a live
                     // session), not damage.
-                    Err(_) if terminator == 0 => return,
+                    Err(_) if terminator == 0 => {
+                        // Kept as pending: the rest arrives with a later read.
+                        self.bytes -= raw.len() as u64;
+                        self.lines -= 1;
+                        self.unterminated = false;
+                        self.started = !first;
+                        self.pending = raw.to_vec();
+                        return;
+                    }
                     Err(_) => {
                         self.warn(format!("not a JSON entry ({e}); skipped"));
                         return;
@@ -408,6 +463,11 @@ impl PiFile {
     }
 }
 
+fn inode(f: &std::fs::File) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    f.metadata().map_or(0, |m| m.ino())
+}
+
 /// The index entry's role, tool calls and marker.
 fn record_parts(ty: &str, kind: &Kind, msg: Option<&Msg>) -> RecordParts {
     let mut parts = RecordParts {
@@ -493,7 +553,13 @@ pub fn parse_iso(s: &str) -> Option<f64> {
         while b.get(i).is_some_and(u8::is_ascii_digit) {
             i += 1;
         }
-        frac = format!("0.{}", s.get(start..i)?).parse().ok()?;
+        // Digits over a power of ten: exact values, one rounding.
+        let (mut num, mut den) = (0u64, 1u64);
+        for &c in b[start..i].iter().take(12) {
+            num = num * 10 + u64::from(c - b'0');
+            den *= 10;
+        }
+        frac = num as f64 / den as f64;
     }
     let offset = match b.get(i) {
         None | Some(b'Z') | Some(b'z') => 0,
@@ -577,5 +643,33 @@ mod tests {
         assert_eq!(g.entries.len(), 1);
         assert!(g.warnings[0].message.contains("no session header"));
         assert_eq!(g.warnings[0].line, 1);
+    }
+
+    #[test]
+    fn reading_on_after_appends_equals_one_read() {
+        let text = concat!(
+            "{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n",
+            "{\"type\":\"message\",\"id\":\"a\",\"parentId\":null,\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
+            "{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"a\",\"message\":{\"role\":\"assistant\",\"content\":[]}}\n",
+            "{\"type\":\"label\",\"id\":\"c\",\"parentId\":\"b\",\"targetId\":\"a\",\"label\":\"x\"}\n",
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("s.jsonl");
+        let whole = PiFile::parse("s.jsonl", &path, text.as_bytes());
+        // Cut everywhere: mid-line, at a line end without its newline.
+        for cut in 1..text.len() {
+            std::fs::write(&path, &text[..cut]).unwrap();
+            let mut f = PiFile::read(&path).unwrap();
+            std::fs::write(&path, text).unwrap();
+            assert!(f.read_more().unwrap(), "cut {cut}");
+            f.finish();
+            assert_eq!(f.entries, whole.entries, "cut {cut}");
+            assert_eq!(f.lines, whole.lines, "cut {cut}");
+            assert_eq!(f.warnings, whole.warnings, "cut {cut}");
+        }
+        // A rewritten file (its last read line changed) is read anew.
+        let mut f = PiFile::read(&path).unwrap();
+        std::fs::write(&path, text.replace("\"x\"", "\"y\"")).unwrap();
+        assert!(!f.read_more().unwrap());
     }
 }

@@ -26,6 +26,69 @@ pub fn parts(path: &Path) -> Result<crate::sources::SessionParts> {
     Ok(parts::session_parts(&f, &t, lineage))
 }
 
+/// What a live follower keeps: the file indexed so far, and the sessions
+/// it links to as found (a fork's copied entries never change).
+struct Kept {
+    file: PiFile,
+    /// The source's `(after, session, path, file name)`, once looked for.
+    source: Option<Option<(Option<String>, String, PathBuf, String)>>,
+    /// Forks found beside it: path → `(after, session)`.
+    forks: Vec<(PathBuf, Option<String>, String)>,
+}
+
+/// [`parts`] for a live follower: only the bytes appended since the last
+/// read are parsed (the file is read anew when it was replaced), and the
+/// linked sessions are read once each.
+pub fn parts_live(path: &Path, state: &mut crate::sources::LiveState) -> Result<crate::sources::SessionParts> {
+    let reuse = state
+        .take()
+        .and_then(|b| b.downcast::<Kept>().ok())
+        .filter(|k| k.file.path == path);
+    let mut kept = match reuse {
+        Some(mut k) => match k.file.read_more()? {
+            true => *k,
+            false => Kept {
+                file: PiFile::read(path)?,
+                source: None,
+                forks: Vec::new(),
+            },
+        },
+        None => Kept {
+            file: PiFile::read(path)?,
+            source: None,
+            forks: Vec::new(),
+        },
+    };
+    let home = Home::from_env();
+    let f = &kept.file;
+    let t = tree::build(&f.entries);
+    if kept.source.is_none() {
+        kept.source = Some(source_of(f, &home));
+    }
+    let forked_from = kept.source.clone().flatten().map(|(after, session, dir, name)| {
+        let mut l = link(f, &t, after, session, dir);
+        l.source_file = name;
+        l
+    });
+    let mut forks = Vec::new();
+    for p in forks_beside(f) {
+        let found = kept.forks.iter().find(|(q, ..)| *q == p).cloned();
+        let (after, session) = match found {
+            Some((_, after, session)) => (after, session),
+            None => {
+                let Ok(fork) = PiFile::read(&p) else { continue };
+                let got = (last_shared(&fork, f), parts::session_id(&fork));
+                kept.forks.push((p.clone(), got.0.clone(), got.1.clone()));
+                got
+            }
+        };
+        forks.push(link(f, &t, after, session, p));
+    }
+    let out = parts::session_parts(f, &t, Lineage { forked_from, forks });
+    *state = Some(Box::new(kept));
+    Ok(out)
+}
+
 /// Where a `/fork` file came from and which files were forked from this
 /// one. `parentSession` is an absolute path that may have moved with the
 /// corpus: a source is found there, else by its file name beside this
@@ -33,42 +96,49 @@ pub fn parts(path: &Path) -> Result<crate::sources::SessionParts> {
 /// entry of the fork whose id the source holds (Pi copies entries with
 /// their ids).
 pub fn lineage(f: &PiFile, t: &tree::Tree, home: &Home) -> Lineage {
-    let forked_from = f
-        .header
-        .as_ref()
-        .and_then(|h| h.parent_session.as_deref())
-        .and_then(|ps| {
-            let src = find_source(&f.path, ps, home);
-            let src_file = src.as_deref().and_then(|p| PiFile::read(p).ok());
-            let after = src_file.as_ref().and_then(|s| last_shared(f, s));
-            let session = match &src_file {
-                Some(s) => parts::session_id(s),
-                None => home::id_of_name(Path::new(ps))?,
-            };
-            let mut l = link(f, t, after, session, src.unwrap_or_else(|| ps.into()));
-            l.source_file = src_file.map(|s| s.name).unwrap_or_default();
-            Some(l)
-        });
+    let forked_from = source_of(f, home).map(|(after, session, dir, name)| {
+        let mut l = link(f, t, after, session, dir);
+        l.source_file = name;
+        l
+    });
     let mut forks = Vec::new();
-    if let (Some(dir), Some(name)) = (f.path.parent(), f.path.file_name()) {
-        for p in home::sessions_in(dir) {
-            let Some(h) = home::read_header(&p) else {
-                continue;
-            };
-            let names_us = h
-                .parent_session
-                .as_deref()
-                .and_then(|ps| Path::new(ps).file_name())
-                .is_some_and(|n| n == name);
-            if !names_us || p == f.path {
-                continue;
-            }
-            let Ok(fork) = PiFile::read(&p) else { continue };
-            let after = last_shared(&fork, f);
-            forks.push(link(f, t, after, parts::session_id(&fork), p));
-        }
+    for p in forks_beside(f) {
+        let Ok(fork) = PiFile::read(&p) else { continue };
+        let after = last_shared(&fork, f);
+        forks.push(link(f, t, after, parts::session_id(&fork), p));
     }
     Lineage { forked_from, forks }
+}
+
+/// The session `f` was forked from: the last shared entry, its id, its
+/// path (as found, else as the header says) and file name.
+fn source_of(f: &PiFile, home: &Home) -> Option<(Option<String>, String, PathBuf, String)> {
+    let ps = f.header.as_ref()?.parent_session.as_deref()?;
+    let src = find_source(&f.path, ps, home);
+    let src_file = src.as_deref().and_then(|p| PiFile::read(p).ok());
+    let after = src_file.as_ref().and_then(|s| last_shared(f, s));
+    let session = match &src_file {
+        Some(s) => parts::session_id(s),
+        None => home::id_of_name(Path::new(ps))?,
+    };
+    let name = src_file.map(|s| s.name).unwrap_or_default();
+    Some((after, session, src.unwrap_or_else(|| ps.into()), name))
+}
+
+/// Session files beside `f` whose header names `f`'s file as their source.
+fn forks_beside(f: &PiFile) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (f.path.parent(), f.path.file_name()) else {
+        return Vec::new();
+    };
+    home::sessions_in(dir)
+        .into_iter()
+        .filter(|p| *p != f.path)
+        .filter(|p| {
+            home::read_header(p)
+                .and_then(|h| h.parent_session)
+                .is_some_and(|ps| Path::new(&ps).file_name() == Some(name))
+        })
+        .collect()
 }
 
 /// A link seen from `f`: where `after` sits in `f`'s own tree.
@@ -182,6 +252,15 @@ impl crate::sources::Source for Pi {
         _reading: crate::sources::Reading,
     ) -> Result<crate::sources::SessionParts> {
         parts(path)
+    }
+
+    fn parts_live(
+        &self,
+        path: &Path,
+        _reading: crate::sources::Reading,
+        state: &mut crate::sources::LiveState,
+    ) -> Result<crate::sources::SessionParts> {
+        parts_live(path, state)
     }
 
     fn load_body(
