@@ -16,14 +16,14 @@ pub use file::PiFile;
 pub use home::Home;
 
 use crate::error::Result;
-use crate::sources::{Lineage, LinkKind, SessionLink, SessionSummary};
+use crate::sources::{Lineage, LinkKind, Reading, SessionLink, SessionSummary};
 
 /// Reads a session file and everything it links to.
-pub fn parts(path: &Path) -> Result<crate::sources::SessionParts> {
+pub fn parts(path: &Path, reading: Reading) -> Result<crate::sources::SessionParts> {
     let f = PiFile::read(path)?;
     let t = tree::build(&f.entries);
     let lineage = lineage(&f, &t, &Home::from_env());
-    Ok(parts::session_parts(&f, &t, lineage))
+    Ok(parts::session_parts(&f, &t, lineage, reading.times, &mut Vec::new()))
 }
 
 /// What a live follower keeps: the file indexed so far, and the sessions
@@ -34,12 +34,18 @@ struct Kept {
     source: Option<Option<(Option<String>, String, PathBuf, String)>>,
     /// Forks found beside it: path → `(after, session)`.
     forks: Vec<(PathBuf, Option<String>, String)>,
+    /// Each world line's records as last handed out.
+    lines: Vec<parts::LineCache>,
 }
 
 /// [`parts`] for a live follower: only the bytes appended since the last
 /// read are parsed (the file is read anew when it was replaced), and the
 /// linked sessions are read once each.
-pub fn parts_live(path: &Path, state: &mut crate::sources::LiveState) -> Result<crate::sources::SessionParts> {
+pub fn parts_live(
+    path: &Path,
+    reading: Reading,
+    state: &mut crate::sources::LiveState,
+) -> Result<crate::sources::SessionParts> {
     let reuse = state
         .take()
         .and_then(|b| b.downcast::<Kept>().ok())
@@ -51,12 +57,14 @@ pub fn parts_live(path: &Path, state: &mut crate::sources::LiveState) -> Result<
                 file: PiFile::read(path)?,
                 source: None,
                 forks: Vec::new(),
+                lines: Vec::new(),
             },
         },
         None => Kept {
             file: PiFile::read(path)?,
             source: None,
             forks: Vec::new(),
+            lines: Vec::new(),
         },
     };
     let home = Home::from_env();
@@ -84,7 +92,8 @@ pub fn parts_live(path: &Path, state: &mut crate::sources::LiveState) -> Result<
         };
         forks.push(link(f, &t, after, session, p));
     }
-    let out = parts::session_parts(f, &t, Lineage { forked_from, forks });
+    let lineage = Lineage { forked_from, forks };
+    let out = parts::session_parts(f, &t, lineage, reading.times, &mut kept.lines);
     *state = Some(Box::new(kept));
     Ok(out)
 }
@@ -249,18 +258,18 @@ impl crate::sources::Source for Pi {
     fn parts(
         &self,
         path: &Path,
-        _reading: crate::sources::Reading,
+        reading: crate::sources::Reading,
     ) -> Result<crate::sources::SessionParts> {
-        parts(path)
+        parts(path, reading)
     }
 
     fn parts_live(
         &self,
         path: &Path,
-        _reading: crate::sources::Reading,
+        reading: crate::sources::Reading,
         state: &mut crate::sources::LiveState,
     ) -> Result<crate::sources::SessionParts> {
-        parts_live(path, state)
+        parts_live(path, reading, state)
     }
 
     fn load_body(

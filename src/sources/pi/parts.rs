@@ -7,7 +7,7 @@
 use super::file::{Entry, Kind, PiFile};
 use super::tree::Tree;
 use crate::model::{Role, Warning};
-use crate::read::FileIndex;
+use crate::read::{FileIndex, Records};
 use crate::sources::{
     AgentParts, EntryLabel, ForkKind, LineFork, LineInfo, LineMark, Lineage, ParentLink,
     SessionParts, StatedFork, Tool,
@@ -16,21 +16,79 @@ use crate::sources::{
 /// Characters of a prompt or summary kept as a world line's reason.
 const PROMPT_CHARS: usize = 400;
 
+/// A world line's records as last handed out, kept by a live follower: a
+/// line that only grew gets the new records pushed onto the same storage
+/// (O(appended), and the builder sees it extend the last snapshot's).
+#[derive(Debug, Clone, Default)]
+pub struct LineCache {
+    start: u32,
+    leaf: u32,
+    records: Records,
+    times: Vec<Option<f64>>,
+    reason: Option<String>,
+}
+
 /// Builds the parts of a read file; `lineage` is found on disk beside it.
-pub fn session_parts(f: &PiFile, tree: &Tree, lineage: Lineage) -> SessionParts {
+/// Without `times` (`tree --format json`) no record times are handed over.
+/// `cache`: the lines of the last call on the same file (empty: none).
+pub fn session_parts(
+    f: &PiFile,
+    tree: &Tree,
+    lineage: Lineage,
+    times: bool,
+    cache: &mut Vec<LineCache>,
+) -> SessionParts {
+    let want_times = times;
     let e = &f.entries;
     let mut files = Vec::with_capacity(tree.lines.len());
     let mut forks = Vec::with_capacity(tree.lines.len());
     let mut lines = Vec::with_capacity(tree.lines.len());
     let mut times = Vec::with_capacity(tree.lines.len());
+    let old = std::mem::take(cache);
     for (k, l) in tree.lines.iter().enumerate() {
-        let path = tree.path(e, k);
-        let records: Vec<_> = path.iter().map(|&i| e[i as usize].meta.clone()).collect();
-        times.push(path.iter().map(|&i| e[i as usize].time).collect());
+        // Only a line's own records are timed: its shared prefix is its
+        // parent's (the builder reads times from `shared` on).
+        let own_from = l.after.map_or(0, |a| tree.depth[a as usize] as usize + 1);
+        let time = |r: usize, i: u32| (r >= own_from).then(|| e[i as usize].time).flatten();
+        let grown = old
+            .get(k)
+            .filter(|c| c.start == l.start)
+            .and_then(|c| Some((c, suffix_after(e, tree, l.leaf, c.leaf)?)));
+        let (records, when) = match grown {
+            Some((c, new)) => {
+                let mut records = c.records.clone();
+                let mut when = if want_times { c.times.clone() } else { Vec::new() };
+                for &i in &new {
+                    if want_times {
+                        when.push(time(records.len(), i));
+                    }
+                    records.push(e[i as usize].meta.clone());
+                }
+                (records, when)
+            }
+            None => {
+                let path = tree.path(e, k);
+                let when = if want_times {
+                    path.iter().enumerate().map(|(r, &i)| time(r, i)).collect()
+                } else {
+                    Vec::new()
+                };
+                let records: Records = path.iter().map(|&i| e[i as usize].meta.clone()).collect();
+                (records, when)
+            }
+        };
+        cache.push(LineCache {
+            start: l.start,
+            leaf: l.leaf,
+            records: records.clone(),
+            times: when.clone(),
+            reason: None,
+        });
+        times.push(when);
         files.push(FileIndex {
             name: f.name.clone(),
             path: f.path.clone(),
-            records: records.into(),
+            records,
             warnings: Vec::new(),
             bytes: f.bytes,
             dropped_warnings: 0,
@@ -43,7 +101,24 @@ pub fn session_parts(f: &PiFile, tree: &Tree, lineage: Lineage) -> SessionParts 
             _ if k == 0 => LineFork::Infer,
             _ => LineFork::Root,
         });
-        let own = &path[tree.depth[l.start as usize] as usize..];
+        // What started it never changes: worked out once per line.
+        let prompt = match old.get(k).filter(|c| c.start == l.start) {
+            Some(c) => c.reason.clone(),
+            None if l.parent.is_some() => {
+                let mut own = Vec::new();
+                let mut at = Some(l.leaf);
+                while let Some(i) = at.filter(|&i| tree.depth[i as usize] >= tree.depth[l.start as usize]) {
+                    own.push(i);
+                    at = e[i as usize].parent;
+                }
+                own.reverse();
+                reason(f, &own)
+            }
+            None => None,
+        };
+        if let Some(c) = cache.last_mut() {
+            c.reason = prompt.clone();
+        }
         lines.push(LineInfo {
             // Named by its first own entry: a live line keeps its name
             // while it grows (its leaf moves on).
@@ -58,7 +133,7 @@ pub fn session_parts(f: &PiFile, tree: &Tree, lineage: Lineage) -> SessionParts 
             }),
             leaf: Some(e[l.leaf as usize].id.to_string()),
             after: l.after.map(|a| e[a as usize].id.to_string()),
-            prompt: l.parent.and_then(|_| reason(f, own)),
+            prompt,
         });
     }
     let compactions = e
@@ -112,6 +187,20 @@ pub fn session_parts(f: &PiFile, tree: &Tree, lineage: Lineage) -> SessionParts 
         lineage,
         tool: Tool::Pi,
     }
+}
+
+/// The entries after `old` on the path to `leaf`, when `old` is on it (the
+/// line only grew); walks up only as far as the new entries go.
+fn suffix_after(e: &[Entry], tree: &Tree, leaf: u32, old: u32) -> Option<Vec<u32>> {
+    let want = *tree.depth.get(old as usize)?;
+    let mut out = Vec::new();
+    let mut at = leaf;
+    while tree.depth[at as usize] > want {
+        out.push(at);
+        at = e[at as usize].parent?;
+    }
+    out.reverse();
+    (at == old).then_some(out)
 }
 
 /// The header's id, else the file name's.
