@@ -416,3 +416,30 @@ fn watch_follows_a_session_written_live() {
     }
     assert_eq!(tree["warnings"], json!([]));
 }
+
+/// `replay` writes a Pi session again entry by entry at its own pace: the
+/// copy ends byte for byte the original, with the same world lines.
+#[test]
+fn replay_writes_a_pi_session_again() {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pi/compact");
+    let home = agent_dir(&case);
+    let src = std::fs::read_dir(home.join("sessions/--home-user-compact--"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path().join("replay");
+    let mut c = bin(&home);
+    c.args(["replay", "--headless", "--speed", "1000", "--dir"])
+        .arg(&dst)
+        .arg(&src);
+    let printed = common::stdout_of(c);
+    let copy = PathBuf::from(printed.lines().next().expect("the path to open"));
+    assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&src).unwrap());
+    let a = tree_json(&home, src.to_str().unwrap());
+    let b = tree_json(&home, copy.to_str().unwrap());
+    assert_eq!(a["world_lines"], b["world_lines"]);
+    assert_eq!(a["compactions"], b["compactions"]);
+}

@@ -89,7 +89,12 @@ impl Player {
     /// open.
     pub fn start(&mut self) -> Result<()> {
         while let Some(e) = self.plan.events.get(self.next) {
-            let opens = matches!(&e.op, Op::Create(_));
+            // A one-file session opens once its first write made it.
+            let opens = match &e.op {
+                Op::Create(_) => true,
+                Op::Copy { to, .. } => !self.plan.open.as_os_str().is_empty() && *to == self.plan.open,
+                _ => false,
+            };
             self.step()?;
             if opens {
                 break;

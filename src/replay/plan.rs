@@ -60,6 +60,9 @@ impl Plan {
     }
 
     pub fn of_session(s: &Session) -> Result<Plan> {
+        if s.tool != crate::worldline::Tool::KimiCli && s.dir.is_file() {
+            return append_only_plan(s);
+        }
         // A flat session (kimi-cli ≤ 0.58) is its main file; its files sit
         // in the work dir's folder beside other sessions' (only the
         // family's own files are copied).
@@ -88,6 +91,70 @@ impl Plan {
     pub fn duration(&self) -> f64 {
         self.events.last().map_or(0.0, |e| e.at)
     }
+}
+
+/// A session that is one append-only file whose lines are its records
+/// (Pi's tree in one file): written again record by record in file order,
+/// each at its own time (evenly without times), whatever sits between
+/// records (the header, blank lines) with the record after it.
+fn append_only_plan(s: &Session) -> Result<Plan> {
+    let name = PathBuf::from(s.dir.file_name().ok_or_else(|| {
+        Error::Other(format!("{}: not a session file", s.dir.display()))
+    })?);
+    let len = file_len(&s.dir)?;
+    let f = s.main();
+    // Each record once: on the world line that wrote it.
+    let mut recs: Vec<(u64, Option<f64>)> = Vec::new();
+    for (i, line) in f.lines.iter().enumerate() {
+        for (r, m) in f.files[i].records.iter().enumerate().skip(line.shared) {
+            let end = (m.offset() + u64::from(m.len()) + 1).min(len);
+            let t = s.time(crate::worldline::RecordRef {
+                agent: 0,
+                line: i,
+                record: r,
+            });
+            recs.push((end, t));
+        }
+    }
+    recs.sort_by_key(|&(end, _)| end);
+    recs.dedup_by_key(|&mut (end, _)| end);
+    let timed = recs.iter().any(|r| r.1.is_some());
+    let first = recs.iter().find_map(|r| r.1).unwrap_or(0.0);
+    let mut events = Vec::with_capacity(recs.len() + 1);
+    let (mut start, mut at) = (0u64, 0.0f64);
+    for (k, &(end, t)) in recs.iter().enumerate() {
+        at = match (timed, t) {
+            (true, Some(t)) => (t - first).max(at),
+            (true, None) => at,
+            (false, _) => EVEN_STEP * k as f64,
+        };
+        events.push(Event {
+            at,
+            op: Op::Copy {
+                from: s.dir.clone(),
+                to: name.clone(),
+                start,
+                end,
+            },
+        });
+        start = end;
+    }
+    if start < len {
+        events.push(Event {
+            at,
+            op: Op::Copy {
+                from: s.dir.clone(),
+                to: name.clone(),
+                start,
+                end: len,
+            },
+        });
+    }
+    Ok(Plan {
+        events,
+        timed,
+        open: name,
+    })
 }
 
 /// One write of an agent's context files, with the time it happened when
