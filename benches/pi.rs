@@ -83,7 +83,10 @@ fn generate(path: &Path, n: usize) -> usize {
         parent: None,
         line: String::new(),
     };
-    g.push("model_change", ",\"provider\":\"fake\",\"modelId\":\"fake-model\"");
+    g.push(
+        "model_change",
+        ",\"provider\":\"fake\",\"modelId\":\"fake-model\"",
+    );
     g.push("thinking_level_change", ",\"thinkingLevel\":\"off\"");
     g.push("message", ",\"message\":{\"role\":\"system\",\"content\":\"\",\"sections\":{\"preamble\":\"You are a coding assistant.\"}}");
     let mut turn = 0;
@@ -105,7 +108,10 @@ fn generate(path: &Path, n: usize) -> usize {
         turn_ends.push(g.parent.clone().unwrap_or_default());
         if turn % 2500 == 7 {
             let target = g.parent.clone().unwrap_or_default();
-            g.push("label", &format!(",\"targetId\":\"{target}\",\"label\":\"turn {turn}\""));
+            g.push(
+                "label",
+                &format!(",\"targetId\":\"{target}\",\"label\":\"turn {turn}\""),
+            );
         }
         if !compacted && g.count > n / 2 {
             let kept = turn_ends[turn_ends.len() - 2].clone();
@@ -134,6 +140,8 @@ fn big_session(n: usize) -> PathBuf {
 }
 
 /// Runs a command to the end; its wall time and peak RSS (bytes).
+// The child is reaped by `wait4`, which also gives its own peak RSS.
+#[allow(clippy::zombie_processes)]
 fn timed(mut c: Command) -> (Duration, u64) {
     c.stdout(Stdio::null()).stderr(Stdio::null());
     let t = Instant::now();
@@ -271,7 +279,9 @@ fn main() {
     drop(s);
 
     let tmp = tempfile::tempdir().expect("tempdir");
-    let small = tmp.path().join("2026-12-04T12-00-00-000Z_01a24115-small.jsonl");
+    let small = tmp
+        .path()
+        .join("2026-12-04T12-00-00-000Z_01a24115-small.jsonl");
     generate(&small, 1000);
     let big = tmp.path().join(file.file_name().expect("name"));
     std::fs::copy(&file, &big).expect("copy");

@@ -107,7 +107,9 @@ fn every_fixture_matches_expected_through_tree_json() {
                         .map(|f| json!({"session": f["session"], "after": f["after"]}))
                         .collect();
                     assert!(
-                        forks.contains(&json!({"session": other, "after": w["forked_from"]["after"]})),
+                        forks.contains(
+                            &json!({"session": other, "after": w["forked_from"]["after"]})
+                        ),
                         "{what}: {forks:?}"
                     );
                 }
@@ -140,9 +142,11 @@ fn lookup_by_path_id_prefix_and_work_dir_and_list() {
     copy_dir(&agent_dir(&case), &home);
     let work = tmp.path().join("proj");
     std::fs::create_dir_all(&work).unwrap();
-    let bucket = home.join("sessions").join(worldline::sources::pi::home::cwd_key(
-        work.to_str().unwrap(),
-    ));
+    let bucket = home
+        .join("sessions")
+        .join(worldline::sources::pi::home::cwd_key(
+            work.to_str().unwrap(),
+        ));
     std::fs::create_dir_all(&bucket).unwrap();
     let old = home.join("sessions/--home-user-fork--");
     let files: Vec<PathBuf> = {
@@ -412,7 +416,11 @@ fn watch_follows_a_session_written_live() {
     let lines = tree["world_lines"].as_array().unwrap();
     assert_eq!(lines.len(), 2);
     for l in lines {
-        assert_eq!(last.get(&l["fork"]["after"].to_string()), Some(l), "{seen:?}");
+        assert_eq!(
+            last.get(&l["fork"]["after"].to_string()),
+            Some(l),
+            "{seen:?}"
+        );
     }
     assert_eq!(tree["warnings"], json!([]));
 }

@@ -197,7 +197,11 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
             let _ = write!(row, " (entry {})", sanitize_line(e, 40));
         }
     }
-    for lb in a.labels.iter().filter(|lb| lb.at.is_some_and(|(w, _)| w == i)) {
+    for lb in a
+        .labels
+        .iter()
+        .filter(|lb| lb.at.is_some_and(|(w, _)| w == i))
+    {
         let _ = write!(
             row,
             "  [{}] on {}",

@@ -92,7 +92,9 @@ impl Player {
             // A one-file session opens once its first write made it.
             let opens = match &e.op {
                 Op::Create(_) => true,
-                Op::Copy { to, .. } => !self.plan.open.as_os_str().is_empty() && *to == self.plan.open,
+                Op::Copy { to, .. } => {
+                    !self.plan.open.as_os_str().is_empty() && *to == self.plan.open
+                }
                 _ => false,
             };
             self.step()?;

@@ -98,9 +98,11 @@ impl Plan {
 /// each at its own time (evenly without times), whatever sits between
 /// records (the header, blank lines) with the record after it.
 fn append_only_plan(s: &Session) -> Result<Plan> {
-    let name = PathBuf::from(s.dir.file_name().ok_or_else(|| {
-        Error::Other(format!("{}: not a session file", s.dir.display()))
-    })?);
+    let name = PathBuf::from(
+        s.dir
+            .file_name()
+            .ok_or_else(|| Error::Other(format!("{}: not a session file", s.dir.display())))?,
+    );
     let len = file_len(&s.dir)?;
     let f = s.main();
     // Each record once: on the world line that wrote it.

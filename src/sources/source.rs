@@ -39,7 +39,12 @@ pub trait Source: Sync {
     /// calls (whatever the source kept from its last read): a source whose
     /// files only grow can read just the new bytes. The default reads it
     /// all again.
-    fn parts_live(&self, path: &Path, reading: Reading, state: &mut LiveState) -> Result<SessionParts> {
+    fn parts_live(
+        &self,
+        path: &Path,
+        reading: Reading,
+        state: &mut LiveState,
+    ) -> Result<SessionParts> {
         let _ = state;
         self.parts(path, reading)
     }

@@ -58,7 +58,11 @@ pub fn normal(v: &Value) -> Value {
             m
         }
         "label" => {
-            let text = match v.get("label").and_then(Value::as_str).filter(|l| !l.is_empty()) {
+            let text = match v
+                .get("label")
+                .and_then(Value::as_str)
+                .filter(|l| !l.is_empty())
+            {
                 Some(l) => format!("label [{l}] on {}", s(v, "targetId")),
                 None => format!("label cleared on {}", s(v, "targetId")),
             };
@@ -88,11 +92,11 @@ fn message(m: &Value) -> Value {
                     "thinking" => parts.push(json!({"type": "think",
                         "think": b.get("thinking").cloned().unwrap_or_default()})),
                     "toolCall" => calls.push(json!({"id": b.get("id"), "function": {
-                        "name": b.get("name"),
-                        "arguments": b.get("arguments").map(|a| match a {
-                            Value::String(s) => s.clone(),
-                            other => other.to_string(),
-                        })}})),
+                    "name": b.get("name"),
+                    "arguments": b.get("arguments").map(|a| match a {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })}})),
                     "image" => {
                         let mime = b.get("mimeType").and_then(Value::as_str).unwrap_or("image");
                         let data = b.get("data").and_then(Value::as_str).unwrap_or("");
@@ -144,7 +148,10 @@ mod tests {
                 {"type": "text", "text": "ok"},
                 {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {"command": "ls"}}]}})));
         assert_eq!(b.role, Role::Assistant);
-        assert_eq!(b.parts, [Part::Think("hmm".into()), Part::Text("ok".into())]);
+        assert_eq!(
+            b.parts,
+            [Part::Think("hmm".into()), Part::Text("ok".into())]
+        );
         assert_eq!(b.tool_calls[0].arguments, "{\"command\":\"ls\"}");
         let r = Body::from_value(normal(&json!({"type": "message", "message": {
             "role": "toolResult", "toolCallId": "c1", "isError": true,
@@ -152,7 +159,9 @@ mod tests {
         assert_eq!(r.role, Role::Tool);
         assert_eq!(r.tool_call_id.as_deref(), Some("c1"));
         assert!(r.text().starts_with("ERROR"));
-        let l = Body::from_value(normal(&json!({"type": "label", "targetId": "ab", "label": "here"})));
+        let l = Body::from_value(normal(
+            &json!({"type": "label", "targetId": "ab", "label": "here"}),
+        ));
         assert_eq!(l.text(), "label [here] on ab");
     }
 }

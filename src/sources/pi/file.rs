@@ -35,7 +35,9 @@ pub struct Header {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
     Message,
-    Compaction { first_kept: Option<Box<str>> },
+    Compaction {
+        first_kept: Option<Box<str>>,
+    },
     BranchSummary,
     /// An extension message that enters the context.
     CustomMessage,
@@ -44,7 +46,9 @@ pub enum Kind {
         target: Option<Box<str>>,
         label: Option<Box<str>>,
     },
-    SessionInfo { name: Option<Box<str>> },
+    SessionInfo {
+        name: Option<Box<str>>,
+    },
     /// `model_change`, `thinking_level_change`, `custom`, `usage`,
     /// `context_edit`: a node of the tree, never a branch of its own.
     Bookkeeping,
@@ -229,7 +233,9 @@ impl PiFile {
         let mut rest = file.take(g.len - from);
         let mut buf = vec![0u8; 1 << 20];
         loop {
-            let n = rest.read(&mut buf).map_err(|e| crate::Error::io(&path, e))?;
+            let n = rest
+                .read(&mut buf)
+                .map_err(|e| crate::Error::io(&path, e))?;
             if n == 0 {
                 break;
             }
@@ -432,7 +438,11 @@ impl PiFile {
             "custom_message" => Kind::CustomMessage,
             "label" => Kind::Label {
                 target: rec.target_id.as_deref().map(Into::into),
-                label: rec.label.as_deref().filter(|l| !l.is_empty()).map(Into::into),
+                label: rec
+                    .label
+                    .as_deref()
+                    .filter(|l| !l.is_empty())
+                    .map(Into::into),
             },
             "session_info" => Kind::SessionInfo {
                 name: rec.name.as_deref().map(Into::into),
@@ -445,14 +455,13 @@ impl PiFile {
         let parts = record_parts(ty, &kind, rec.message.as_ref());
         let meta = RecordMeta::new(offset, len, line_no, xxh3_64(line), parts);
         let index = self.entries.len() as u32;
-        if let Some(&was) = self.by_id.get(&id) {
+        if let Some(was) = self.by_id.insert(id.clone(), index) {
             let at = self.entries[was as usize].meta.line();
             self.warn(format!(
                 "id {} already used on line {at}; entries naming it hang under this one (as in Pi)",
                 crate::text::sanitize_line(&id, 40)
             ));
         }
-        self.by_id.insert(id.clone(), index);
         self.entries.push(Entry {
             id,
             parent,
@@ -596,7 +605,10 @@ mod tests {
     #[test]
     fn iso_times() {
         assert_eq!(parse_iso("1970-01-01T00:00:00Z"), Some(0.0));
-        assert_eq!(parse_iso("2026-12-04T12:44:29.451Z"), Some(1_796_388_269.451));
+        assert_eq!(
+            parse_iso("2026-12-04T12:44:29.451Z"),
+            Some(1_796_388_269.451)
+        );
         assert_eq!(parse_iso("1970-01-01T01:00:00+01:00"), Some(0.0));
         assert_eq!(parse_iso("nope"), None);
         assert_eq!(parse_iso("2026-13-04T12:44:29Z"), None);

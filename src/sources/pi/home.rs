@@ -87,7 +87,13 @@ pub fn cwd_key(cwd: &str) -> String {
         .unwrap_or(cwd);
     let safe: String = trimmed
         .chars()
-        .map(|c| if matches!(c, '/' | '\\' | ':') { '-' } else { c })
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') {
+                '-'
+            } else {
+                c
+            }
+        })
         .collect();
     format!("--{safe}--")
 }

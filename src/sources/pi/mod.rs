@@ -23,15 +23,25 @@ pub fn parts(path: &Path, reading: Reading) -> Result<crate::sources::SessionPar
     let f = PiFile::read(path)?;
     let t = tree::build(&f.entries);
     let lineage = lineage(&f, &t, &Home::from_env());
-    Ok(parts::session_parts(&f, &t, lineage, reading.times, &mut Vec::new()))
+    Ok(parts::session_parts(
+        &f,
+        &t,
+        lineage,
+        reading.times,
+        &mut Vec::new(),
+    ))
 }
+
+/// Where a fork came from: the last shared entry, the source's id, its
+/// path (as found, else as the header says) and file name.
+type Origin = (Option<String>, String, PathBuf, String);
 
 /// What a live follower keeps: the file indexed so far, and the sessions
 /// it links to as found (a fork's copied entries never change).
 struct Kept {
     file: PiFile,
     /// The source's `(after, session, path, file name)`, once looked for.
-    source: Option<Option<(Option<String>, String, PathBuf, String)>>,
+    source: Option<Option<Origin>>,
     /// Forks found beside it: path → `(after, session)`.
     forks: Vec<(PathBuf, Option<String>, String)>,
     /// Each world line's records as last handed out.
@@ -73,11 +83,15 @@ pub fn parts_live(
     if kept.source.is_none() {
         kept.source = Some(source_of(f, &home));
     }
-    let forked_from = kept.source.clone().flatten().map(|(after, session, dir, name)| {
-        let mut l = link(f, &t, after, session, dir);
-        l.source_file = name;
-        l
-    });
+    let forked_from = kept
+        .source
+        .clone()
+        .flatten()
+        .map(|(after, session, dir, name)| {
+            let mut l = link(f, &t, after, session, dir);
+            l.source_file = name;
+            l
+        });
     let mut forks = Vec::new();
     for p in forks_beside(f) {
         let found = kept.forks.iter().find(|(q, ..)| *q == p).cloned();
@@ -121,7 +135,7 @@ pub fn lineage(f: &PiFile, t: &tree::Tree, home: &Home) -> Lineage {
 
 /// The session `f` was forked from: the last shared entry, its id, its
 /// path (as found, else as the header says) and file name.
-fn source_of(f: &PiFile, home: &Home) -> Option<(Option<String>, String, PathBuf, String)> {
+fn source_of(f: &PiFile, home: &Home) -> Option<Origin> {
     let ps = f.header.as_ref()?.parent_session.as_deref()?;
     let src = find_source(&f.path, ps, home);
     let src_file = src.as_deref().and_then(|p| PiFile::read(p).ok());

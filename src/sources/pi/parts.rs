@@ -57,7 +57,11 @@ pub fn session_parts(
         let (records, when) = match grown {
             Some((c, new)) => {
                 let mut records = c.records.clone();
-                let mut when = if want_times { c.times.clone() } else { Vec::new() };
+                let mut when = if want_times {
+                    c.times.clone()
+                } else {
+                    Vec::new()
+                };
                 for &i in &new {
                     if want_times {
                         when.push(time(records.len(), i));
@@ -107,7 +111,9 @@ pub fn session_parts(
             None if l.parent.is_some() => {
                 let mut own = Vec::new();
                 let mut at = Some(l.leaf);
-                while let Some(i) = at.filter(|&i| tree.depth[i as usize] >= tree.depth[l.start as usize]) {
+                while let Some(i) =
+                    at.filter(|&i| tree.depth[i as usize] >= tree.depth[l.start as usize])
+                {
                     own.push(i);
                     at = e[i as usize].parent;
                 }
@@ -122,7 +128,10 @@ pub fn session_parts(
         lines.push(LineInfo {
             // Named by its first own entry: a live line keeps its name
             // while it grows (its leaf moves on).
-            label: format!("from {}", crate::text::sanitize_line(&e[l.start as usize].id, 16)),
+            label: format!(
+                "from {}",
+                crate::text::sanitize_line(&e[l.start as usize].id, 16)
+            ),
             branch: None,
             fork: l.parent.map(|p| StatedFork {
                 kind: ForkKind::Tree,
@@ -223,9 +232,10 @@ fn labels(f: &PiFile, tree: &Tree) -> Vec<EntryLabel> {
         let Some(target) = target else { continue };
         out.retain(|l| *l.entry != **target);
         if let Some(label) = label {
-            let at = f.by_id.get(&**target).and_then(|&i| {
-                Some((tree.owner_of(i)?, tree.depth[i as usize] as usize))
-            });
+            let at = f
+                .by_id
+                .get(&**target)
+                .and_then(|&i| Some((tree.owner_of(i)?, tree.depth[i as usize] as usize)));
             out.push(EntryLabel {
                 entry: target.to_string(),
                 at,
@@ -262,7 +272,10 @@ fn reason(f: &PiFile, own: &[u32]) -> Option<String> {
             Kind::BranchSummary => {
                 let text = text_of(f, en)?;
                 let summary = text.split_once('\n').map_or("", |(_, s)| s);
-                return Some(format!("summary: {}", first_chars(summary.trim(), PROMPT_CHARS)));
+                return Some(format!(
+                    "summary: {}",
+                    first_chars(summary.trim(), PROMPT_CHARS)
+                ));
             }
             _ if *en.meta.role() == Role::User => {
                 return text_of(f, en).map(|t| first_chars(t.trim(), PROMPT_CHARS));
