@@ -127,7 +127,15 @@ pub fn resolve(arg: Option<&str>, loc: &Locator) -> Result<PathBuf> {
         if let Some(found) = registered().find_map(|s| s.session_of(path)) {
             return Ok(found);
         }
-        return kimi_cli::resolve(Some(arg), &loc.cli);
+        return match kimi_cli::resolve(Some(arg), &loc.cli) {
+            // A file of no known format is named as such, not as a
+            // directory without context files.
+            Err(_) if path.is_file() => Err(Error::UnknownFormat {
+                path: path.to_path_buf(),
+                known: super::known_formats(),
+            }),
+            r => r,
+        };
     }
     let mut code: Vec<PathBuf> = loc
         .code
