@@ -13,11 +13,18 @@
 //! A world line is not a file: in kimi-cli it is one rotated context file,
 //! in Kimi Code a branch inside one append-only `wire.jsonl`.
 
+pub mod follow;
 pub mod kimi_cli;
 pub mod kimi_code;
 pub mod lookup;
 mod source;
+#[cfg(test)]
+pub(crate) mod test_util;
 mod wire_log;
+
+pub use follow::{Follower, Refresh};
+/// How long a kimi-cli rotation in progress is held back before it is shown.
+pub use kimi_cli::live::ROTATION_GRACE;
 
 pub use source::{others, source_for, source_of, Source, SOURCES};
 

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::follow::{Follower, Rereader};
 use super::{Reading, SessionParts, SessionSummary, Tool};
 use crate::error::Result;
 use crate::model::{Body, RecordMeta};
@@ -62,6 +63,13 @@ pub trait Source: Sync {
     /// change means the session may have changed (new files included: a
     /// directory is listed to see files appear in it).
     fn live_paths(&self, path: &Path) -> Vec<PathBuf>;
+
+    /// The reader that follows the session at `path` live. By default the
+    /// session is read again whenever a [`Source::live_paths`] entry
+    /// changes; a source whose appends must stay cheap brings its own.
+    fn follower(&self, path: &Path) -> Box<dyn Follower> {
+        Box::new(Rereader::new(path, source_of(self.tool())))
+    }
 
     /// Where this agent's sessions are looked for, for messages.
     fn home_hint(&self) -> String;

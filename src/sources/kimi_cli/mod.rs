@@ -6,6 +6,7 @@
 
 pub mod layout;
 pub mod lineage;
+pub mod live;
 pub mod meta;
 pub mod share;
 pub mod wire;
@@ -346,6 +347,10 @@ impl super::Source for KimiCli {
 
     fn live_paths(&self, path: &Path) -> Vec<PathBuf> {
         vec![Layout::of(path).folder().to_path_buf()]
+    }
+
+    fn follower(&self, path: &Path) -> Box<dyn super::Follower> {
+        Box::new(live::SessionState::new(path))
     }
 
     fn home_hint(&self) -> String {
