@@ -75,6 +75,14 @@ pub fn modified(path: &Path) -> SystemTime {
     }
 }
 
+/// A session's row for `list` and the picker, by the source that reads it.
+pub fn summarize(path: &Path) -> SessionSummary {
+    match source_for(path) {
+        Some(s) => s.summarize(path),
+        None => Tool::default().source().summarize(path),
+    }
+}
+
 /// The work dir a session belongs to.
 pub fn work_dir_of(path: &Path) -> Option<String> {
     source_for(path)?.work_dir_of(path)

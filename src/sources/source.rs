@@ -71,6 +71,12 @@ pub trait Source: Sync {
         Box::new(Rereader::new(path, source_of(self.tool())))
     }
 
+    /// For a session made from another (`link` is its `forked_from`): the
+    /// world line of this session that holds the copied records.
+    fn copy_line(&self, link: &super::SessionLink) -> usize {
+        link.source_line
+    }
+
     /// Where this agent's sessions are looked for, for messages.
     fn home_hint(&self) -> String;
 }

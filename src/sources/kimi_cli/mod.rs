@@ -356,4 +356,9 @@ impl super::Source for KimiCli {
     fn home_hint(&self) -> String {
         Locator::from_env().sessions_root().display().to_string()
     }
+
+    /// A `/fork` or `/undo` session is one file: its first world line.
+    fn copy_line(&self, _link: &super::SessionLink) -> usize {
+        0
+    }
 }
