@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::sources::kimi_cli::layout;
+use crate::sources::ReplayStyle;
 use crate::worldline::{Agent, Session};
 
 /// Seconds between records of a session without wire times.
@@ -50,6 +51,9 @@ pub struct Plan {
     /// What to open in the replay directory: `""` (the directory itself)
     /// or, for a flat session of kimi-cli ≤ 0.58, its main file.
     pub open: PathBuf,
+    /// How many events make the copy a session to open; `None`: up to and
+    /// including the first file created.
+    pub opening: Option<usize>,
 }
 
 impl Plan {
@@ -60,6 +64,19 @@ impl Plan {
     }
 
     pub fn of_session(s: &Session) -> Result<Plan> {
+        match s.tool.source().replay_style(&s.dir) {
+            ReplayStyle::Rotations => Plan::of_rotations(s),
+            ReplayStyle::Appends { side_files } => super::appends::plan(s, &side_files),
+            ReplayStyle::Unsupported(why) => Err(Error::Usage(format!(
+                "{}: {why}",
+                crate::text::sanitize_path(&s.dir)
+            ))),
+        }
+    }
+
+    /// The plan of a format whose world lines are rotated files: each
+    /// rotation as it was made (placeholder, rename, prefix copy).
+    fn of_rotations(s: &Session) -> Result<Plan> {
         // A flat session (kimi-cli ≤ 0.58) is its main file; its files sit
         // in the work dir's folder beside other sessions' (only the
         // family's own files are copied).
@@ -393,6 +410,7 @@ fn timed_plan(s: &Session, agents: Vec<AgentSteps>) -> Plan {
     // Setup of an agent before its files: `seq` keeps each agent's order.
     keyed.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
     Plan {
+        opening: None,
         events: merge(keyed.into_iter().map(|(at, _, _, op)| Event { at, op })),
         timed: true,
         open: PathBuf::new(),
@@ -490,6 +508,7 @@ fn even_plan(s: &Session, mut agents: Vec<AgentSteps>) -> Plan {
         events.push(Event { at: t, op });
     }
     Plan {
+        opening: None,
         events: merge(events.into_iter()),
         timed: false,
         open: PathBuf::new(),

@@ -77,8 +77,28 @@ pub trait Source: Sync {
         link.source_line
     }
 
+    /// How `worldline replay` writes the session again.
+    fn replay_style(&self, _path: &Path) -> ReplayStyle {
+        ReplayStyle::Appends {
+            side_files: Vec::new(),
+        }
+    }
+
     /// Where this agent's sessions are looked for, for messages.
     fn home_hint(&self) -> String;
+}
+
+/// How a session is written again by `worldline replay`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayStyle {
+    /// World lines are rotated files (kimi-cli): each rotation is replayed
+    /// as it was made.
+    Rotations,
+    /// Files only grow by appended lines: copied again record by record;
+    /// `side_files` (titles, subagent meta) are copied whole first.
+    Appends { side_files: Vec<PathBuf> },
+    /// Not replayable, and why.
+    Unsupported(String),
 }
 
 /// Every agent worldline reads, in the order a path is offered to them:
