@@ -89,11 +89,16 @@ pub trait Source: Sync {
 }
 
 /// How a session is written again by `worldline replay`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum ReplayStyle {
     /// World lines are rotated files (kimi-cli): each rotation is replayed
-    /// as it was made.
-    Rotations,
+    /// as it was made. `wire` is the name of an agent's event log beside
+    /// its context files; `current_name` names a family's current file
+    /// from its world lines' file names.
+    Rotations {
+        wire: &'static str,
+        current_name: fn(&[&str]) -> Option<String>,
+    },
     /// Files only grow by appended lines: copied again record by record;
     /// `side_files` (titles, subagent meta) are copied whole first.
     Appends { side_files: Vec<PathBuf> },

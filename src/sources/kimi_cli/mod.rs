@@ -358,7 +358,10 @@ impl super::Source for KimiCli {
     }
 
     fn replay_style(&self, _path: &Path) -> super::ReplayStyle {
-        super::ReplayStyle::Rotations
+        super::ReplayStyle::Rotations {
+            wire: layout::WIRE,
+            current_name: layout::current_name,
+        }
     }
 
     /// A `/fork` or `/undo` session is one file: its first world line.
