@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::sources::kimi_cli::layout;
+use crate::sources::ReplayStyle;
 use crate::worldline::{Agent, Session};
 
 /// Seconds between records of a session without wire times.
@@ -50,6 +50,9 @@ pub struct Plan {
     /// What to open in the replay directory: `""` (the directory itself)
     /// or, for a flat session of kimi-cli ≤ 0.58, its main file.
     pub open: PathBuf,
+    /// How many events make the copy a session to open; `None`: up to and
+    /// including the first file created.
+    pub opening: Option<usize>,
 }
 
 impl Plan {
@@ -60,9 +63,21 @@ impl Plan {
     }
 
     pub fn of_session(s: &Session) -> Result<Plan> {
-        if s.tool != crate::worldline::Tool::KimiCli && s.dir.is_file() {
-            return append_only_plan(s);
+        match s.tool.source().replay_style(&s.dir) {
+            ReplayStyle::Rotations { wire, current_name } => {
+                Plan::of_rotations(s, &Rotations { wire, current_name })
+            }
+            ReplayStyle::Appends { side_files } => super::appends::plan(s, &side_files),
+            ReplayStyle::Unsupported(why) => Err(Error::Usage(format!(
+                "{}: {why}",
+                crate::text::sanitize_path(&s.dir)
+            ))),
         }
+    }
+
+    /// The plan of a format whose world lines are rotated files: each
+    /// rotation as it was made (placeholder, rename, prefix copy).
+    fn of_rotations(s: &Session, names: &Rotations) -> Result<Plan> {
         // A flat session (kimi-cli ≤ 0.58) is its main file; its files sit
         // in the work dir's folder beside other sessions' (only the
         // family's own files are copied).
@@ -73,7 +88,7 @@ impl Plan {
         };
         let mut agents = Vec::with_capacity(s.agents.len());
         for a in &s.agents {
-            agents.push(agent_steps(s, &root, !flat, a)?);
+            agents.push(agent_steps(s, &root, !flat, a, names)?);
         }
         let timed = agents
             .iter()
@@ -93,72 +108,6 @@ impl Plan {
     }
 }
 
-/// A session that is one append-only file whose lines are its records
-/// (Pi's tree in one file): written again record by record in file order,
-/// each at its own time (evenly without times), whatever sits between
-/// records (the header, blank lines) with the record after it.
-fn append_only_plan(s: &Session) -> Result<Plan> {
-    let name = PathBuf::from(
-        s.dir
-            .file_name()
-            .ok_or_else(|| Error::Other(format!("{}: not a session file", s.dir.display())))?,
-    );
-    let len = file_len(&s.dir)?;
-    let f = s.main();
-    // Each record once: on the world line that wrote it.
-    let mut recs: Vec<(u64, Option<f64>)> = Vec::new();
-    for (i, line) in f.lines.iter().enumerate() {
-        for (r, m) in f.files[i].records.iter().enumerate().skip(line.shared) {
-            let end = (m.offset() + u64::from(m.len()) + 1).min(len);
-            let t = s.time(crate::worldline::RecordRef {
-                agent: 0,
-                line: i,
-                record: r,
-            });
-            recs.push((end, t));
-        }
-    }
-    recs.sort_by_key(|&(end, _)| end);
-    recs.dedup_by_key(|&mut (end, _)| end);
-    let timed = recs.iter().any(|r| r.1.is_some());
-    let first = recs.iter().find_map(|r| r.1).unwrap_or(0.0);
-    let mut events = Vec::with_capacity(recs.len() + 1);
-    let (mut start, mut at) = (0u64, 0.0f64);
-    for (k, &(end, t)) in recs.iter().enumerate() {
-        at = match (timed, t) {
-            (true, Some(t)) => (t - first).max(at),
-            (true, None) => at,
-            (false, _) => EVEN_STEP * k as f64,
-        };
-        events.push(Event {
-            at,
-            op: Op::Copy {
-                from: s.dir.clone(),
-                to: name.clone(),
-                start,
-                end,
-            },
-        });
-        start = end;
-    }
-    if start < len {
-        events.push(Event {
-            at,
-            op: Op::Copy {
-                from: s.dir.clone(),
-                to: name.clone(),
-                start,
-                end: len,
-            },
-        });
-    }
-    Ok(Plan {
-        events,
-        timed,
-        open: name,
-    })
-}
-
 /// One write of an agent's context files, with the time it happened when
 /// known. `Rotate` steps come before the first own record of a new line.
 #[derive(Debug, Clone)]
@@ -170,14 +119,14 @@ struct Step {
 }
 
 struct AgentSteps {
-    /// Directory relative to the session (`""` or `subagents/<id>`).
-    rel: PathBuf,
     /// Ops that create the agent's directory and side files.
     setup: Vec<Op>,
     steps: Vec<Step>,
     /// wire.jsonl lines: byte range and timestamp.
     wire: Vec<(u64, u64, Option<f64>)>,
     wire_path: PathBuf,
+    /// Where the wire is written in the copy.
+    wire_to: PathBuf,
     /// Files copied whole once the agent is done (`output`).
     tail: Vec<Op>,
 }
@@ -210,7 +159,19 @@ fn copy_whole(from: &Path, to: PathBuf) -> Result<Option<Op>> {
 
 /// `root`: the directory the replay mirrors; `side_files`: whether it is a
 /// session directory of its own (with `state.json`), not a shared folder.
-fn agent_steps(s: &Session, root: &Path, side_files: bool, a: &Agent) -> Result<AgentSteps> {
+/// How a rotating format names its files (its source's word).
+struct Rotations {
+    wire: &'static str,
+    current_name: fn(&[&str]) -> Option<String>,
+}
+
+fn agent_steps(
+    s: &Session,
+    root: &Path,
+    side_files: bool,
+    a: &Agent,
+    names_of: &Rotations,
+) -> Result<AgentSteps> {
     let rel = a
         .dir
         .strip_prefix(root)
@@ -238,7 +199,7 @@ fn agent_steps(s: &Session, root: &Path, side_files: bool, a: &Agent) -> Result<
     }
     let f = &a.family;
     let names: Vec<&str> = f.files.iter().map(|x| file_name(&x.name)).collect();
-    let current_name = layout::current_name(&names).unwrap_or_else(|| "context.jsonl".into());
+    let current_name = (names_of.current_name)(&names).unwrap_or_else(|| "context.jsonl".into());
     let current = rel.join(&current_name);
     let mut steps = Vec::new();
     for (i, file) in f.files.iter().enumerate() {
@@ -294,18 +255,19 @@ fn agent_steps(s: &Session, root: &Path, side_files: bool, a: &Agent) -> Result<
             });
         }
     }
-    let wire_path = a.dir.join(layout::WIRE);
+    let wire_path = a.dir.join(names_of.wire);
+    let wire_to = rel.join(names_of.wire);
     let wire = if beside_main || !side_files {
         Vec::new()
     } else {
         wire_lines(&wire_path)?
     };
     Ok(AgentSteps {
-        rel,
         setup,
         steps,
         wire,
         wire_path,
+        wire_to,
         tail,
     })
 }
@@ -448,7 +410,7 @@ fn timed_plan(s: &Session, agents: Vec<AgentSteps>) -> Plan {
                 k,
                 Op::Copy {
                     from: a.wire_path.clone(),
-                    to: a.rel.join(layout::WIRE),
+                    to: a.wire_to.clone(),
                     start: lo,
                     end: hi,
                 },
@@ -462,6 +424,7 @@ fn timed_plan(s: &Session, agents: Vec<AgentSteps>) -> Plan {
     // Setup of an agent before its files: `seq` keeps each agent's order.
     keyed.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
     Plan {
+        opening: None,
         events: merge(keyed.into_iter().map(|(at, _, _, op)| Event { at, op })),
         timed: true,
         open: PathBuf::new(),
@@ -493,11 +456,11 @@ fn even_plan(s: &Session, mut agents: Vec<AgentSteps>) -> Plan {
     let mut t = 0.0;
     let subs: Vec<AgentSteps> = agents.drain(1..).collect();
     let main = agents.pop().unwrap_or_else(|| AgentSteps {
-        rel: PathBuf::new(),
         setup: Vec::new(),
         steps: Vec::new(),
         wire: Vec::new(),
         wire_path: PathBuf::new(),
+        wire_to: PathBuf::new(),
         tail: Vec::new(),
     });
     let mut subs: Vec<Option<AgentSteps>> = subs.into_iter().map(Some).collect();
@@ -505,7 +468,7 @@ fn even_plan(s: &Session, mut agents: Vec<AgentSteps>) -> Plan {
         let (first, last) = (a.wire.first()?, a.wire.last()?);
         Some(Op::Copy {
             from: a.wire_path.clone(),
-            to: a.rel.join(layout::WIRE),
+            to: a.wire_to.clone(),
             start: first.0,
             end: last.1,
         })
@@ -559,6 +522,7 @@ fn even_plan(s: &Session, mut agents: Vec<AgentSteps>) -> Plan {
         events.push(Event { at: t, op });
     }
     Plan {
+        opening: None,
         events: merge(events.into_iter()),
         timed: false,
         open: PathBuf::new(),

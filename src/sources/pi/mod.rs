@@ -7,6 +7,7 @@
 pub mod body;
 pub mod file;
 pub mod home;
+pub mod live;
 pub mod parts;
 pub mod tree;
 
@@ -38,7 +39,7 @@ type Origin = (Option<String>, String, PathBuf, String);
 
 /// What a live follower keeps: the file indexed so far, and the sessions
 /// it links to as found (a fork's copied entries never change).
-struct Kept {
+pub struct Kept {
     file: PiFile,
     /// The source's `(after, session, path, file name)`, once looked for.
     source: Option<Option<Origin>>,
@@ -51,18 +52,21 @@ struct Kept {
 /// [`parts`] for a live follower: only the bytes appended since the last
 /// read are parsed (the file is read anew when it was replaced), and the
 /// linked sessions are read once each.
+/// The second value says the file was read anew (nothing of the last
+/// snapshot is known to hold).
 pub fn parts_live(
     path: &Path,
     reading: Reading,
-    state: &mut crate::sources::LiveState,
-) -> Result<crate::sources::SessionParts> {
-    let reuse = state
-        .take()
-        .and_then(|b| b.downcast::<Kept>().ok())
-        .filter(|k| k.file.path == path);
+    state: &mut Option<Kept>,
+) -> Result<(crate::sources::SessionParts, bool)> {
+    let reuse = state.take().filter(|k| k.file.path == path);
+    let mut anew = true;
     let mut kept = match reuse {
         Some(mut k) => match k.file.read_more()? {
-            true => *k,
+            true => {
+                anew = false;
+                k
+            }
             false => Kept {
                 file: PiFile::read(path)?,
                 source: None,
@@ -108,8 +112,8 @@ pub fn parts_live(
     }
     let lineage = Lineage { forked_from, forks };
     let out = parts::session_parts(f, &t, lineage, reading.times, &mut kept.lines);
-    *state = Some(Box::new(kept));
-    Ok(out)
+    *state = Some(kept);
+    Ok((out, anew))
 }
 
 /// Where a `/fork` file came from and which files were forked from this
@@ -277,15 +281,6 @@ impl crate::sources::Source for Pi {
         parts(path, reading)
     }
 
-    fn parts_live(
-        &self,
-        path: &Path,
-        reading: crate::sources::Reading,
-        state: &mut crate::sources::LiveState,
-    ) -> Result<crate::sources::SessionParts> {
-        parts_live(path, reading, state)
-    }
-
     fn load_body(
         &self,
         path: &Path,
@@ -323,6 +318,10 @@ impl crate::sources::Source for Pi {
         let mut out = vec![path.to_path_buf()];
         out.extend(path.parent().map(Path::to_path_buf));
         out
+    }
+
+    fn follower(&self, path: &Path) -> Box<dyn crate::sources::Follower> {
+        Box::new(live::PiFollower::new(path))
     }
 
     fn home_hint(&self) -> String {
