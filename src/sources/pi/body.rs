@@ -49,7 +49,7 @@ pub fn normal(v: &Value) -> Value {
                 {"type": "text", "text": note},
                 {"type": "text", "text": s(v, "summary")}]})
         }
-        "branch_summary" => json!({"role": "system", "content": [
+        "branch_summary" => json!({"role": "user", "content": [
             {"type": "text", "text": format!("↶ summary of the branch left at {}", s(v, "fromId"))},
             {"type": "text", "text": s(v, "summary")}]}),
         "custom_message" => {

@@ -509,7 +509,10 @@ fn record_parts(ty: &str, kind: &Kind, msg: Option<&Msg>) -> RecordParts {
             parts.role = Role::System;
             parts.marker = Some(Marker::Compaction);
         }
-        Kind::BranchSummary | Kind::CustomMessage => parts.role = Role::System,
+        // Pi hands a branch summary to the model as a user message: here
+        // too it opens a step of its own, led by what it says.
+        Kind::BranchSummary => parts.role = Role::User,
+        Kind::CustomMessage => parts.role = Role::System,
         _ => {}
     }
     parts

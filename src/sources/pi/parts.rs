@@ -258,7 +258,7 @@ pub fn title(f: &PiFile) -> Option<String> {
     }
     f.entries
         .iter()
-        .filter(|en| *en.meta.role() == Role::User)
+        .filter(|en| *en.meta.role() == Role::User && en.kind == Kind::Message)
         .take(8)
         .find_map(|en| text_of(f, en))
         .map(|t| first_chars(t.trim(), 200))
