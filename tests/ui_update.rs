@@ -396,6 +396,65 @@ fn following_shows_the_leap_to_a_new_world_line() {
     assert_eq!(app.cursor, app.rows.len() - 1);
 }
 
+/// dmail_twice with its three world lines, γ (context.jsonl) cut to its
+/// first `keep` lines: γ growing as the agent writes.
+fn growing_gamma(dir: &std::path::Path, keep: usize) {
+    growing(dir, 2);
+    growing(dir, 3);
+    let src = common::fixture_session("kimi-cli", "dmail_twice");
+    let text = std::fs::read_to_string(src.join("context.jsonl")).unwrap();
+    let cut: String = text.split_inclusive('\n').take(keep).collect();
+    std::fs::write(dir.join("context.jsonl"), cut).unwrap();
+}
+
+#[test]
+fn a_caption_in_the_status_line_is_said_again_as_its_line_grows() {
+    let tmp = tempfile::tempdir().unwrap();
+    growing_gamma(tmp.path(), 11);
+    let mut app = App::new(Theme { color: false }, false, Size::new(100, 24));
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    assert_eq!(app.map.tracks.len(), 3);
+    press(&mut app, "hl");
+    assert_eq!(app.focus, 2);
+    let before = app.status.clone().unwrap();
+    assert!(before.starts_with("γ: back to ⚑2 from β"), "{before}");
+    // γ grows: the status keeps saying γ's caption, with the new share.
+    growing_gamma(tmp.path(), 100);
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    let after = app.status.clone().unwrap();
+    assert_ne!(before, after, "a grown line's caption is said again");
+    assert_eq!(after, format!("{} (context.jsonl)", app.map.caption(2)));
+    // A message said before a new world line appeared is about fewer lines.
+    let tmp2 = tempfile::tempdir().unwrap();
+    growing(tmp2.path(), 2);
+    let mut app = App::new(Theme { color: false }, false, Size::new(100, 24));
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp2.path()).unwrap())));
+    app.status = Some("D-Mail landed: back at checkpoint 2, world line β begins with it".into());
+    growing(tmp2.path(), 3);
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp2.path()).unwrap())));
+    assert_eq!(app.status, None, "a new world line makes it stale");
+}
+
+#[test]
+fn a_leaps_caption_goes_with_the_leap() {
+    let tmp = tempfile::tempdir().unwrap();
+    growing(tmp.path(), 2);
+    let mut app = App::new(Theme { color: false }, true, Size::new(100, 24));
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    growing_gamma(tmp.path(), 11);
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    assert!(app.status.as_deref().unwrap().starts_with("new world line · γ"));
+    // The leap is over; γ grows: "new world line · … 5% new" would lie.
+    app.leap = Some(worldline::ui::app::Leap {
+        line: 2,
+        until: std::time::Instant::now(),
+    });
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    growing_gamma(tmp.path(), 100);
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    assert_eq!(app.status, None);
+}
+
 #[test]
 fn selection_survives_snapshots_and_follow_jumps_to_the_newest() {
     let mut app = app_on("dmail_twice");
