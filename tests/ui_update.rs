@@ -455,6 +455,30 @@ fn a_leaps_caption_goes_with_the_leap() {
     assert_eq!(app.status, None);
 }
 
+fn screen(app: &mut App, w: u16, h: u16) -> String {
+    app.prepare();
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+    term.draw(|f| {
+        worldline::ui::view::draw(f, app);
+    })
+    .unwrap();
+    term.backend().to_string()
+}
+
+#[test]
+fn the_arc_row_shows_the_focused_lines_d_mail() {
+    let mut app = app_on("dmail_twice");
+    app.update(Msg::Resize(Size::new(100, 30)));
+    let gamma = screen(&mut app, 100, 30);
+    assert!(gamma.contains("✉ β⚑3 → ⚑2"), "{gamma}");
+    // h, h: α, which sent the D-Mail that made β, not the one into γ.
+    press(&mut app, "hh");
+    assert_eq!(app.focus, 0);
+    let alpha = screen(&mut app, 100, 30);
+    assert!(!alpha.contains("β⚑3 → ⚑2"), "{alpha}");
+    assert!(alpha.contains("✉ α⚑"), "{alpha}");
+}
+
 #[test]
 fn selection_survives_snapshots_and_follow_jumps_to_the_newest() {
     let mut app = app_on("dmail_twice");

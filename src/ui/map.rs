@@ -242,13 +242,15 @@ pub fn first_track(tracks: usize, rows: usize, focus: usize) -> usize {
     }
 }
 
-/// The map's arc row shows the D-Mail into `line`, else the newest one.
+/// The map's arc row shows the D-Mail into `line`, else (when `line` did
+/// not begin with a D-Mail from outside, which has no arc and says so)
+/// the newest one `line` sent; never one of other lines.
 pub fn arc_for(map: &Map, line: usize) -> Option<&DMailArc> {
     map.arc_into(line).or_else(|| {
-        map.arcs
-            .iter()
-            .rev()
-            .find(|a| matches!(a.outcome, Outcome::Landed(_)))
+        let from_outside = map.tracks.get(line).is_some_and(|t| t.back_to.is_some());
+        (!from_outside)
+            .then(|| map.arcs.iter().rev().find(|a| a.from_line == line))
+            .flatten()
     })
 }
 
@@ -501,6 +503,23 @@ mod tests {
             came_from: None,
             width: 20,
         }
+    }
+
+    #[test]
+    fn the_arc_row_speaks_of_the_focused_line_only() {
+        let mut m = two();
+        // γ began with a D-Mail from outside (no call on any line).
+        let mut g = track(2, 20..30, Some(12));
+        g.back_to = Some(2);
+        m.tracks.push(g);
+        m.tracks[1].back_to = Some(1);
+        m.width = 30;
+        assert_eq!(arc_for(&m, 1).map(|a| a.from_line), Some(0), "the arc into β");
+        assert_eq!(arc_for(&m, 0).map(|a| a.from_line), Some(0), "the arc α sent");
+        assert!(arc_for(&m, 2).is_none(), "γ came from outside: not β's arc");
+        // A line that neither sent nor received one shows none.
+        m.tracks.push(track(3, 30..31, None));
+        assert!(arc_for(&m, 3).is_none());
     }
 
     #[test]
