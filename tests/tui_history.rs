@@ -184,6 +184,35 @@ fn o_steps_into_a_fork_session_and_esc_comes_back() {
 }
 
 #[test]
+fn brackets_stop_at_fork_and_undo_rows() {
+    let mut app = open(&fork_undo(SOURCE));
+    let source = app.session.clone().unwrap();
+    press(&mut app, "g");
+    press(&mut app, "]");
+    assert!(
+        !app.status.as_deref().unwrap_or("").contains("no more"),
+        "{:?}",
+        app.status
+    );
+    assert!(selection_covers(&app, fork_point_owner(&source, 0)));
+    press(&mut app, "]");
+    assert!(selection_covers(&app, fork_point_owner(&source, 1)));
+    press(&mut app, "[");
+    assert!(selection_covers(&app, fork_point_owner(&source, 0)));
+    // On the /undo session, `[` from its end reaches where it was copied.
+    let mut undo = open(&fork_undo(UNDO));
+    press(&mut undo, "G[");
+    let screen = render(&mut undo);
+    let sel = screen
+        .lines()
+        .find(|l| l.contains("⑂ copied up to here"))
+        .unwrap();
+    assert!(sel.contains("⚑5"), "{screen}");
+    let here = undo.shown_rows(undo.rows.row_at(undo.cursor).unwrap());
+    assert!(here.contains(&undo.own_fork_row().unwrap()));
+}
+
+#[test]
 fn clicking_a_fork_track_enters_it_and_o_goes_back_to_the_source() {
     let mut app = open(&fork_undo(SOURCE));
     let screen = render(&mut app);

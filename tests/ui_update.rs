@@ -428,10 +428,14 @@ fn a_caption_in_the_status_line_is_said_again_as_its_line_grows() {
     let tmp2 = tempfile::tempdir().unwrap();
     growing(tmp2.path(), 2);
     let mut app = App::new(Theme { color: false }, false, Size::new(100, 24));
-    app.update(Live::Snapshot(Arc::new(Session::load(tmp2.path()).unwrap())));
+    app.update(Live::Snapshot(Arc::new(
+        Session::load(tmp2.path()).unwrap(),
+    )));
     app.status = Some("D-Mail landed: back at checkpoint 2, world line β begins with it".into());
     growing(tmp2.path(), 3);
-    app.update(Live::Snapshot(Arc::new(Session::load(tmp2.path()).unwrap())));
+    app.update(Live::Snapshot(Arc::new(
+        Session::load(tmp2.path()).unwrap(),
+    )));
     assert_eq!(app.status, None, "a new world line makes it stale");
 }
 
@@ -443,7 +447,11 @@ fn a_leaps_caption_goes_with_the_leap() {
     app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
     growing_gamma(tmp.path(), 11);
     app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
-    assert!(app.status.as_deref().unwrap().starts_with("new world line · γ"));
+    assert!(app
+        .status
+        .as_deref()
+        .unwrap()
+        .starts_with("new world line · γ"));
     // The leap is over; γ grows: "new world line · … 5% new" would lie.
     app.leap = Some(worldline::ui::app::Leap {
         line: 2,

@@ -738,6 +738,8 @@ impl App {
         let anchor = self.anchor();
         let lines_before = self.family().map_or(0, |f| f.lines.len());
         let said = self.status.clone();
+        // Another session arriving (a hop) brings its own message.
+        let grew = !unchanged && self.session.as_ref().is_some_and(|old| old.id == s.id);
         self.live = match (first, self.live) {
             (_, LiveState::Live) => LiveState::Live,
             (true, _) if self.follow => LiveState::Live,
@@ -790,7 +792,7 @@ impl App {
         if first && !self.follow {
             self.arrive();
         }
-        if !unchanged && self.status == said {
+        if grew && self.status == said {
             self.restate(lines_now > lines_before);
         }
         // Hits are kept by record: they stay right as rows move.
@@ -1032,13 +1034,32 @@ impl App {
         let cur = if d > 0 { here.end - 1 } else { here.start };
         let marks = self.marks();
         // Binary search: a million-record session may have many marks.
-        let target = if d > 0 {
+        let in_line = if d > 0 {
             marks.get(marks.partition_point(|&m| m <= cur)).copied()
         } else {
             marks
                 .partition_point(|&m| m < cur)
                 .checked_sub(1)
                 .and_then(|i| marks.get(i).copied())
+        };
+        // Where `/fork` and `/undo` sessions leave this one (and where this
+        // fork was copied from) are forks too: the nearest this way wins.
+        let sessions = self.fork_point_rows().into_iter().map(|(row, _)| row);
+        let sessions: Option<usize> = if d > 0 {
+            sessions
+                .filter(|&r| r > cur)
+                .chain(self.own_fork_row().filter(|&r| r > cur))
+                .min()
+        } else {
+            sessions
+                .filter(|&r| r < cur)
+                .chain(self.own_fork_row().filter(|&r| r < cur))
+                .max()
+        };
+        let target = match (in_line, sessions) {
+            (Some(a), Some(b)) if d > 0 => Some(a.min(b)),
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
         };
         match target {
             Some(row) => self.select_row(row),

@@ -514,8 +514,16 @@ mod tests {
         m.tracks.push(g);
         m.tracks[1].back_to = Some(1);
         m.width = 30;
-        assert_eq!(arc_for(&m, 1).map(|a| a.from_line), Some(0), "the arc into β");
-        assert_eq!(arc_for(&m, 0).map(|a| a.from_line), Some(0), "the arc α sent");
+        assert_eq!(
+            arc_for(&m, 1).map(|a| a.from_line),
+            Some(0),
+            "the arc into β"
+        );
+        assert_eq!(
+            arc_for(&m, 0).map(|a| a.from_line),
+            Some(0),
+            "the arc α sent"
+        );
         assert!(arc_for(&m, 2).is_none(), "γ came from outside: not β's arc");
         // A line that neither sent nor received one shows none.
         m.tracks.push(track(3, 30..31, None));
