@@ -563,4 +563,21 @@ fn own_dmails_say_what_a_revert_leaves_on_disk() {
         .clone()
         .unwrap();
     assert!(dmail_2.contains("tests/test_skip_blank.py exists"));
+    // Each leads with what it says (the map's reason, the rows and `tree`
+    // show its start), the on-disk list after it.
+    for m in [&dmail_1, &dmail_2] {
+        assert!(!m.starts_with("Already on disk"), "{m}");
+        assert!(m.contains("Already on disk"), "{m}");
+    }
+    let map = worldline::worldline::map::Map::of_session(&s);
+    let (b, g) = (&map.tracks[1].reason, &map.tracks[2].reason);
+    let start = |r: &str| {
+        r.split(':')
+            .nth(1)
+            .unwrap_or("")
+            .chars()
+            .take(20)
+            .collect::<String>()
+    };
+    assert_ne!(start(b), start(g), "β: {b}\nγ: {g}");
 }
