@@ -84,7 +84,7 @@ pub fn lines(
             t.accent(),
         ))),
         Some(Marker::Compaction) => out.push(Line::from(Span::styled(
-            "⇲ the context was compacted here".to_string(),
+            "⊜ the context was compacted here (summarised, not reverted)".to_string(),
             t.accent(),
         ))),
         _ => {}

@@ -92,6 +92,18 @@ fn layout_ticks(map: &Map, t: &Track, cols: usize, every_tick: bool) -> Vec<Cell
     } else {
         set(&mut out, sc, '●', Ink::Head);
     }
+    // A compaction inside the line (no new world line) is marked where it is.
+    for m in map
+        .marks
+        .iter()
+        .filter(|m| m.line == t.line && Some(m.x) != t.fork_x)
+    {
+        let glyph = match m.kind {
+            MarkKind::Compaction => '⊜',
+            MarkKind::Clear => '∅',
+        };
+        set(&mut out, c(m.x), glyph, Ink::Mark);
+    }
     for s in map.subagents.iter().filter(|s| s.host_line == t.line) {
         set(&mut out, c(s.x), '⇲', Ink::Subagent);
     }

@@ -144,10 +144,13 @@ impl App {
 pub fn draw_help(f: &mut Frame, app: &App, scroll: u16) {
     let t = &app.theme;
     let area = centered(f.area(), 86, 40);
-    let (_, hidden) = super::keys::footer(f.area().width as usize);
+    let (_, hidden) = super::keys::footer_where(f.area().width as usize, |b| app.offers(b));
     let inner = area.width.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
-    for b in super::keys::TABLE.iter().filter(|b| !b.keys.is_empty()) {
+    for b in super::keys::TABLE
+        .iter()
+        .filter(|b| !b.keys.is_empty() && app.offers(b))
+    {
         // `·` marks what the footer has no room for; one row a key, so the
         // keys stay a table however narrow the screen.
         let off_footer = b.footer.is_some_and(|(label, _)| hidden.contains(&label));

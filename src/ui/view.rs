@@ -588,7 +588,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         ))
     } else {
         Line::from(Span::styled(
-            super::keys::footer(area.width as usize).0,
+            super::keys::footer_where(area.width as usize, |b| app.offers(b)).0,
             t.dim(),
         ))
     };
