@@ -82,7 +82,19 @@ fn text_dot_and_mermaid_show_the_dmail() {
     let dir = fixture("dmail_basic");
     let text = bin().arg("tree").arg(&dir).output().unwrap();
     let text = String::from_utf8(text.stdout).unwrap();
-    assert!(text.contains("D-Mail → checkpoint 1"), "{text}");
+    // World lines by name, as the TUI and the pictures call them; the
+    // D-Mail with its mark, from its sender back to its checkpoint.
+    assert!(
+        text.contains("\n● α  context_1.jsonl  16 records · 3 checkpoints\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "└─● β  context.jsonl (current)  12 records · 3 checkpoints  ✉ D-Mail from α → ⚑1"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains('⟲'), "⟲ is no mark of worldline's: {text}");
     assert!(text.contains("only line 42 matters"), "{text}");
     let dot = bin()
         .args(["tree", "--format", "dot"])
@@ -432,4 +444,23 @@ fn only_the_command_layer_imports_clap() {
         }
     }
     assert!(offenders.is_empty(), "clap outside cmd/: {offenders:?}");
+}
+
+#[test]
+fn the_text_tree_marks_compaction_and_clear_in_their_own_words() {
+    for (name, mark) in [
+        (
+            "with_compact",
+            "└─● β  context.jsonl (current)  13 records · 3 checkpoints  ⊜ compaction",
+        ),
+        (
+            "with_clear",
+            "└─● β  context.jsonl (current)  7 records · 2 checkpoints  ∅ /clear",
+        ),
+    ] {
+        let text = bin().arg("tree").arg(fixture(name)).output().unwrap();
+        let text = String::from_utf8(text.stdout).unwrap();
+        assert!(text.contains(mark), "{name}: {text}");
+        assert!(!text.contains('⟲'), "{name}: {text}");
+    }
 }

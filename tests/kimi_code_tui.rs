@@ -107,10 +107,16 @@ fn a_compaction_inside_a_branch_is_drawn_in_its_own_words_and_d_is_not_offered()
     let mut a = app(120, 40);
     let screen = select(&mut a, "Scripted compaction summary");
     // β's track carries the compaction where it happened.
-    let beta = screen.lines().find(|l| l.contains("β ") && l.contains('┗')).unwrap();
+    let beta = screen
+        .lines()
+        .find(|l| l.contains("β ") && l.contains('┗'))
+        .unwrap();
     assert!(beta.contains('⊜'), "{screen}");
     // The detail says compaction with compaction's mark, not a subagent's.
-    assert!(screen.contains("⊜ the context was compacted here"), "{screen}");
+    assert!(
+        screen.contains("⊜ the context was compacted here"),
+        "{screen}"
+    );
     assert!(!screen.contains('⇲'), "{screen}");
     // No checkpoints: the footer and help don't offer a D-Mail, `d` says why.
     let footer = screen.lines().last().unwrap();

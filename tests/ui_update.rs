@@ -703,3 +703,46 @@ fn app_and_view_do_not_import_each_other() {
     // The key table is the only place keys are bound.
     assert!(!src("app.rs").contains("KeyCode"));
 }
+
+/// The detail pane's text for record `r` of dmail_twice, its body loaded.
+fn detail_text(s: &Session, r: worldline::worldline::RecordRef) -> String {
+    let body = s.body(r).map_err(|e| e.to_string());
+    worldline::ui::detail::lines(s, r, Some(&body), &Theme { color: false })
+        .iter()
+        .map(|l| {
+            l.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect()
+}
+
+#[test]
+fn the_detail_names_tools_and_world_lines_not_call_ids_or_files() {
+    let s = fixture("dmail_twice");
+    let f = &s.agents[0].family;
+    let at = |line: usize, role: Role| {
+        let record = f.files[line]
+            .records
+            .iter()
+            .position(|m| *m.role() == role)
+            .unwrap();
+        f.owner(line, record).unwrap()
+    };
+    // α's ReadFile result says which tool it answers, not `call t1`.
+    let result = detail_text(&s, at(0, Role::Tool));
+    assert!(result.contains("↳ result of ReadFile"), "{result}");
+    assert!(!result.contains("t1"), "{result}");
+    // β begins with α's D-Mail: said with names, not call ids or files.
+    let first = f.lines[1].shared;
+    let begins = detail_text(&s, f.owner(1, first).unwrap());
+    assert!(
+        begins.contains("world line β begins: ✉ D-Mail from α → ⚑1"),
+        "{begins}"
+    );
+    for raw in ["c2", "context_1.jsonl", "[after", "⟲"] {
+        assert!(!begins.contains(raw), "{raw}: {begins}");
+    }
+}
