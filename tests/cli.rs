@@ -464,3 +464,17 @@ fn the_text_tree_marks_compaction_and_clear_in_their_own_words() {
         assert!(!text.contains('⟲'), "{name}: {text}");
     }
 }
+
+#[test]
+fn a_subagent_is_described_by_what_its_session_says() {
+    let dir = history("v1_0_subagent_dmail")
+        .join("sessions/a6da2585adb9e0416e718130ba8b0e5c/9a8ad359-98be-4a9d-93a8-787571a18770");
+    let text = bin().arg("tree").arg(&dir).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    // No type or description recorded: left out, not `(?) ""`.
+    assert!(
+        text.contains("\nsubagent sub_1 ← Agent call t1\n"),
+        "{text}"
+    );
+    assert!(!text.contains("(?)") && !text.contains("\"\""), "{text}");
+}

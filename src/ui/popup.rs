@@ -236,11 +236,15 @@ pub fn draw_subagents(f: &mut Frame, app: &App, sel: usize) {
     let mut lines = Vec::new();
     for (i, a) in s.agents.iter().enumerate().skip(1) {
         let m = a.meta.clone().unwrap_or_default();
+        // What the session doesn't say is left out, not shown as `(?) ""`.
+        let short = crate::worldline::SubagentMeta {
+            status: None,
+            description: m.description.as_deref().map(|d| sanitize_line(d, 30)),
+            ..m.clone()
+        };
         let text = format!(
-            " {} ({}) {} · {} world line{} {}",
-            sanitize_line(&m.agent_id, 20),
-            sanitize_line(m.subagent_type.as_deref().unwrap_or("?"), 12),
-            sanitize_line(m.description.as_deref().unwrap_or(""), 30),
+            " {} · {} world line{} {}",
+            crate::export::subagent_words(&short),
             a.family.lines.len(),
             plural(a.family.lines.len()),
             sanitize_line(m.status.as_deref().unwrap_or(""), 10)

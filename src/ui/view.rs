@@ -101,8 +101,12 @@ fn draw_header(f: &mut Frame, app: &App, area: Rect) {
             Span::styled(" subagent ", t.accent()),
             Span::styled(sanitize_line(&meta.agent_id, 20), t.bold()),
             Span::raw(format!(
-                " ({}) · Esc back to {}",
-                sanitize_line(meta.subagent_type.as_deref().unwrap_or("?"), 16),
+                "{} · Esc back to {}",
+                meta.subagent_type
+                    .as_deref()
+                    .filter(|k| !k.trim().is_empty())
+                    .map(|k| format!(" ({})", sanitize_line(k, 16)))
+                    .unwrap_or_default(),
                 truncate(&title, 20)
             )),
         ]
