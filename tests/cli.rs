@@ -478,3 +478,13 @@ fn a_subagent_is_described_by_what_its_session_says() {
     );
     assert!(!text.contains("(?)") && !text.contains("\"\""), "{text}");
 }
+
+#[test]
+fn a_warning_about_a_whole_file_names_no_line_0() {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kimi-code-legacy/broken-state-json");
+    let text = bin().arg("tree").arg(&dir).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("\n  state.json: not valid JSON"), "{text}");
+    assert!(!text.contains(":0:"), "{text}");
+}

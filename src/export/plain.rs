@@ -107,9 +107,8 @@ pub fn text_tree(s: &Session) -> String {
         for w in &s.warnings {
             let _ = writeln!(
                 out,
-                "  {}:{}: {}",
-                sanitize_line(&w.file, 80),
-                w.line,
+                "  {}: {}",
+                sanitize_line(&w.place(), 90),
                 sanitize_line(&w.message, 100)
             );
         }
