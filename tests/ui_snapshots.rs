@@ -368,7 +368,7 @@ fn fork_sessions() {
         let mut app = app_on_dir(&fork_undo_dir("e299ef2f-64d0-45f5-b7f1-32ec254df600"), w, h);
         let screen = render(&mut app);
         assert!(
-            screen.contains("α: ⑂ /undo of one at ⚑5 · record 18"),
+            screen.contains("α: ⑂ /undo of one · from ⚑5 · shares 19 records"),
             "{screen}"
         );
         insta::assert_snapshot!(format!("fork_undo_{w}x{h}"), screen);

@@ -299,10 +299,12 @@ fn fork_line(map: &Map, k: usize, cols: usize, w: usize, t: &Theme) -> Line<'sta
     let text = match map.forks.get(k) {
         Some(fk) if width(&full) > room => {
             let plain = format!("└{}", fk.text());
-            if width(&plain) <= room {
-                plain
-            } else {
-                format!("└⑂ /{} {}", fk.kind.as_str(), fk.label)
+            let short = format!("└⑂ /{} · {}", fk.kind.as_str(), fk.label);
+            let at = fk.checkpoint.map(|c| format!("{short} · from ⚑{c}"));
+            match at {
+                _ if width(&plain) <= room => plain,
+                Some(at) if width(&at) <= room => at,
+                _ => short,
             }
         }
         _ => full,
