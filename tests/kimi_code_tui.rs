@@ -93,7 +93,7 @@ fn two_undo_branches_and_a_compaction_read_at_both_sizes() {
         select(&mut a, "Turn 4: on b1.");
         let screen = render(&mut a);
         assert!(
-            screen.contains("begins: undo of 1 turn"),
+            screen.contains("begins: ↶ undo of 1 turn"),
             "{w}x{h}:\n{screen}"
         );
         select(&mut a, "Scripted compaction summary");

@@ -123,7 +123,11 @@ fn items(s: &Session, story: &Story) -> Vec<Item> {
 const LINEAGE_COLOUR: &str = "#606060";
 
 fn link_label(l: &SessionLink) -> Vec<String> {
-    vec![format!("/{} · {} records", l.kind.as_str(), l.records)]
+    vec![format!(
+        "/{} · {}",
+        l.kind.as_str(),
+        crate::text::count(l.records as u64, "record")
+    )]
 }
 
 /// The source session feeds the first world line; a fork leaves the world

@@ -327,8 +327,8 @@ fn line_section(
     if let Some(owner) = f.fork_record(l.index) {
         let _ = write!(
             why_html,
-            "<br><span class=\"muted\">Its first {} records are shared; they end at <a href=\"#{}\">{}</a>.</span>",
-            wl.shared,
+            "<br><span class=\"muted\">It shares its first {}, up to <a href=\"#{}\">{}</a>.</span>",
+            crate::text::count(wl.shared as u64, "record"),
             record_anchor(owner),
             esc_line(&place_name(
                 &agent.lines,

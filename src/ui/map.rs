@@ -353,11 +353,10 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
                 let sub = &map.subagents[k];
                 let at = col(sub.x, map.width, cols);
                 let text = format!(
-                    "╰⇲ {} · {} world line{} · {} steps (s enters)",
+                    "╰⇲ {} · {} · {} (s enters)",
                     sub.label,
-                    sub.world_lines,
-                    super::view::plural(sub.world_lines),
-                    sub.steps
+                    crate::text::count(sub.world_lines as u64, "world line"),
+                    crate::text::count(sub.steps as u64, "step")
                 );
                 lines.push(Line::from(vec![
                     Span::raw(" ".repeat(4 + at)),
@@ -397,7 +396,10 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
         let used = 1 + 2 + 1 + cols + 11;
         let mut reason = tr.reason.clone();
         if tr.kind.is_none() {
-            reason.push_str(&format!(" · {} steps", tr.steps));
+            reason.push_str(&format!(
+                " · {}",
+                crate::text::count(tr.steps as u64, "step")
+            ));
             if let Some(tok) = tr.tokens {
                 reason.push_str(&format!(" · {} tok", super::view::short_tokens(tok)));
             }

@@ -578,9 +578,9 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
             .checked_div(app.search.total)
             .unwrap_or(0);
         let text = format!(
-            "searching /{} … {pct}% · {} hits · Esc stops",
+            "searching /{} … {pct}% · {} · Esc stops",
             sanitize_line(&app.search.query, 30),
-            app.search.hits.len()
+            crate::text::count(app.search.hits.len() as u64, "hit")
         );
         with_tail(text, area.width as usize, t)
     } else if let Some(msg) = &app.status {
