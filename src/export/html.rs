@@ -389,7 +389,9 @@ fn forks_here(out: &mut String, story: &Story, f: &Family, r: RecordRef) {
 }
 
 fn time_of(s: &Session, r: RecordRef) -> String {
-    s.time(r).map(super::format_clock).unwrap_or_default()
+    s.time(r)
+        .map(|t| format!("{} UTC", super::format_clock(t)))
+        .unwrap_or_default()
 }
 
 fn record(

@@ -342,8 +342,17 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
     } else {
         "─ world lines ".to_string()
     };
+    // The rows' times are UTC (no tz database): the rule says so once.
+    let zone = if w >= width(&title) + 24 {
+        " times in UTC ─"
+    } else {
+        ""
+    };
     lines.push(Line::from(Span::styled(
-        format!("{title}{}", "─".repeat(w.saturating_sub(width(&title)))),
+        format!(
+            "{title}{}{zone}",
+            "─".repeat(w.saturating_sub(width(&title) + width(zone)))
+        ),
         t.dim(),
     )));
     for row in shown_rows {
