@@ -97,8 +97,10 @@ pub struct WatchArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct SendArgs {
-    /// Session directory (or id), or the path of a denwa socket
-    pub target: String,
+    /// Session directory (or id), or the path of a denwa socket; with
+    /// --status and no session, every live session of yours is listed
+    #[arg(required_unless_present = "status")]
+    pub target: Option<String>,
     /// Checkpoint id to send the D-Mail back to
     #[arg(long, required_unless_present = "status")]
     pub checkpoint: Option<i64>,

@@ -57,8 +57,9 @@ pub struct DenwaHosting {
 }
 
 impl DenwaHosting {
-    /// Removes the socket and `denwa.json`.
+    /// Removes the socket, `denwa.json` and the registration.
     pub fn shutdown(self) {
+        crate::denwa::live_list::unregister(self.server.socket_path());
         self.server.shutdown();
     }
 }
@@ -76,6 +77,9 @@ fn start_denwa(
         runtime_dir: None,
     };
     let server = crate::denwa::DenwaServer::start(cfg, renji)?;
+    // The session lives in a temporary directory no listing looks in:
+    // registered, `send --status`, `list` and ids find it while it runs.
+    let _ = crate::denwa::live_list::register(server.socket_path(), session_dir);
     Ok(DenwaHosting { server })
 }
 
