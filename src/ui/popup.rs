@@ -147,6 +147,15 @@ pub fn draw_help(f: &mut Frame, app: &App, scroll: u16) {
     let (_, hidden) = super::keys::footer_where(f.area().width as usize, |b| app.offers(b));
     let inner = area.width.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
+    // Where the session is: what `worldline send`, `tree` and a second
+    // `worldline` take (a demo's lives in a temporary directory).
+    if let Some(s) = &app.session {
+        lines.push(Line::from(vec![
+            Span::styled(" Session ", t.bold()),
+            Span::raw(crate::text::sanitize_path(&s.dir)),
+        ]));
+        lines.push(Line::default());
+    }
     for b in super::keys::TABLE
         .iter()
         .filter(|b| !b.keys.is_empty() && app.offers(b))
