@@ -53,14 +53,27 @@ pub fn run_agent(
 
 /// Keeps the demo's DenwaRenji reachable from `worldline send` and the TUI.
 pub struct DenwaHosting {
-    server: crate::denwa::DenwaServer,
+    server: Option<crate::denwa::DenwaServer>,
 }
 
 impl DenwaHosting {
     /// Removes the socket, `denwa.json` and the registration.
-    pub fn shutdown(self) {
-        crate::denwa::live_list::unregister(self.server.socket_path());
-        self.server.shutdown();
+    pub fn shutdown(mut self) {
+        self.close();
+    }
+
+    fn close(&mut self) {
+        if let Some(server) = self.server.take() {
+            crate::denwa::live_list::unregister(server.socket_path());
+            server.shutdown();
+        }
+    }
+}
+
+impl Drop for DenwaHosting {
+    /// An error on the way out (the terminal gone) still unregisters.
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -80,7 +93,9 @@ fn start_denwa(
     // The session lives in a temporary directory no listing looks in:
     // registered, `send --status`, `list` and ids find it while it runs.
     let _ = crate::denwa::live_list::register(server.socket_path(), session_dir);
-    Ok(DenwaHosting { server })
+    Ok(DenwaHosting {
+        server: Some(server),
+    })
 }
 
 fn seed() -> u64 {

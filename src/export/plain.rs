@@ -234,7 +234,8 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
 
 /// Why world line `i` exists, with its mark: `✉ D-Mail from α → ⚑1`,
 /// `⊜ compaction`, `∅ /clear`, `↶ undo of 1 turn after line 47`, `↶ rewind`;
-/// `(after β)` when it left another line than the one before it. Lines are
+/// `(after β)` when it left another line than the one written before it
+/// (a D-Mail says `from β` instead). Lines are
 /// named α β γ, never by file or call id.
 pub fn fork_label(f: &Family, i: usize) -> String {
     let l = &f.lines[i];
@@ -255,7 +256,8 @@ pub fn fork_label(f: &Family, i: usize) -> String {
         ForkKind::Unknown => "? unknown rotation".to_string(),
         k => k.branch_words().to_string(),
     };
-    if fk.origin.is_some() && fk.origin != l.parent {
+    // A D-Mail already names the line it came from.
+    if fk.kind != ForkKind::Dmail && fk.origin.is_some() && fk.origin != l.parent {
         if let Some(p) = l.parent {
             let _ = write!(s, " (after {})", line_name(p));
         }
