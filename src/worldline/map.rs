@@ -1182,14 +1182,23 @@ mod tests {
         let s = fork_fixture("e299ef2f-64d0-45f5-b7f1-32ec254df600");
         let text = came_from(&s).unwrap();
         let r = s.fork_point(s.forked_from.as_ref().unwrap()).unwrap();
-        assert!(text.starts_with("/undo of one at ⚑"), "{text}");
-        assert!(text.ends_with(&format!("record {}", r.record)), "{text}");
+        // In the words the source's map uses for it (`ForkTrack::text`).
+        assert!(text.starts_with("/undo of one · from ⚑"), "{text}");
+        assert!(
+            text.ends_with(&format!("shares {} records", r.record + 1)),
+            "{text}"
+        );
+        let link = s.forked_from.as_ref().unwrap();
+        assert!(
+            text.ends_with(&format!("shares {} records", link.records)),
+            "{text}"
+        );
         let m = Map::of_session(&s);
         assert!(m.forks.is_empty());
         // The map's first line and the header's caption say it too.
         assert_eq!(m.tracks[0].reason, format!("⑂ {text}"));
         assert_eq!(m.caption(0), format!("α: ⑂ {text}"));
         let s = fork_fixture("1daf86b9-2123-4299-843b-fa06669261a9");
-        assert!(came_from(&s).unwrap().starts_with("/fork of one at "));
+        assert!(came_from(&s).unwrap().starts_with("/fork of one · from "));
     }
 }
