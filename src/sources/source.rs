@@ -35,6 +35,13 @@ pub trait Source: Sync {
     /// (`FileIndex::path`). A line that changed on disk is an error.
     fn load_body(&self, path: &Path, meta: &RecordMeta) -> Result<Body>;
 
+    /// The first `max` bytes of a record's line, raw (a preview of a record
+    /// too big to parse). Sources whose index offsets are not plain byte
+    /// offsets into `path` (compressed or multi-file) override it.
+    fn load_line_head(&self, path: &Path, meta: &RecordMeta, max: usize) -> Result<Vec<u8>> {
+        crate::read::load_line_head(path, meta, max)
+    }
+
     /// Sessions of the work directory `cwd`, any order.
     fn sessions_here(&self, cwd: &Path) -> Vec<PathBuf>;
 
@@ -70,7 +77,11 @@ pub trait Source: Sync {
 /// Every agent worldline reads, in the order a path is offered to them:
 /// the first whose [`Source::recognise`] says yes reads it. kimi-cli comes
 /// last: its oldest layouts are bare `<id>.jsonl` files.
-pub static SOURCES: &[&dyn Source] = &[&super::kimi_code::KimiCode, &super::kimi_cli::KimiCli];
+pub static SOURCES: &[&dyn Source] = &[
+    &super::kimi_code::KimiCode,
+    &super::codex::Codex,
+    &super::kimi_cli::KimiCli,
+];
 
 /// The source that reads the session at `path`, if any does.
 pub fn source_for(path: &Path) -> Option<&'static dyn Source> {

@@ -1,0 +1,238 @@
+//! Codex threads through the binary, as a user runs it: every fixture's
+//! `tree --format json` against its `expected.json` (every field), lookup
+//! by id, id prefix and path under `CODEX_HOME`, `list` and the no-argument
+//! session, a compressed rollout, the text tree, and bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+mod common;
+
+fn bin(home: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    c.env("CODEX_HOME", home);
+    // Empty kimi homes, so only Codex threads are there.
+    c.env("KIMI_SHARE_DIR", home.join("no-kimi-cli-here"));
+    c.env("KIMI_CODE_HOME", home.join("no-kimi-code-here"));
+    c
+}
+
+fn run(home: &Path, args: &[&str]) -> String {
+    let mut c = bin(home);
+    c.args(args);
+    common::stdout_of(c)
+}
+
+fn tree_json(home: &Path, what: &str) -> Value {
+    serde_json::from_str(&run(home, &["tree", what, "--format", "json"])).unwrap()
+}
+
+/// The expected.json shape of a world-line list read back from worldline.
+fn lines_of(v: &Value) -> Vec<Value> {
+    v["world_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            json!({
+                "leaf": l["leaf"],
+                "parent": l["parent"],
+                "after": l["fork"]["after"],
+                "kind": l["fork"]["kind"],
+                "records": l["records"],
+            })
+        })
+        .collect()
+}
+
+fn current_of(v: &Value) -> Value {
+    let cur: Vec<&Value> = v["world_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["current"] == true)
+        .map(|l| &l["leaf"])
+        .collect();
+    assert_eq!(cur.len(), 1, "one current world line: {v}");
+    cur[0].clone()
+}
+
+/// What worldline says of one session, in expected.json's shape.
+fn as_expected(case: &Path, got: &Value) -> Value {
+    let file = Path::new(got["session_dir"].as_str().unwrap());
+    let rel = file.strip_prefix(case).unwrap_or(file);
+    let subagents: Vec<Value> = got["subagents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            json!({
+                "agent_id": s["agent_id"],
+                "parent_tool_call_id": s["parent_tool_call_id"],
+                "world_lines": lines_of(s),
+            })
+        })
+        .collect();
+    json!({
+        "file": rel.to_string_lossy(),
+        "title": got["title"],
+        "world_lines": lines_of(got),
+        "current": current_of(got),
+        "compactions": got["compactions"],
+        "subagents": subagents,
+        "forked_from": got["forked_from"].as_object().map(|f| json!({
+            "session": f["session"], "after": f["after"]})),
+    })
+}
+
+/// expected.json's session, with subagents reduced to what worldline
+/// reports of them.
+fn wanted(want: &Value) -> Value {
+    let mut w = want.clone();
+    if let Some(subs) = w["subagents"].as_array_mut() {
+        for s in subs {
+            let keep = json!({
+                "agent_id": s["agent_id"],
+                "parent_tool_call_id": s["parent_tool_call_id"],
+                "world_lines": s["world_lines"],
+            });
+            *s = keep;
+        }
+    }
+    w
+}
+
+fn cases() -> Vec<PathBuf> {
+    common::scenarios("codex")
+}
+
+#[test]
+fn every_fixture_matches_expected_through_tree_json() {
+    let cases = cases();
+    assert!(cases.len() >= 2, "{cases:?}");
+    for case in cases {
+        let expected: Value =
+            serde_json::from_slice(&std::fs::read(case.join("expected.json")).unwrap()).unwrap();
+        assert_eq!(expected["tool"], "codex");
+        let home = case.join("home/.codex");
+        for (id, want) in expected["sessions"].as_object().unwrap() {
+            let what = format!("{} {id}", case.display());
+            let got = tree_json(&home, id);
+            assert_eq!(got["tool"], "codex", "{what}");
+            assert_eq!(got["session_id"], id.as_str(), "{what}");
+            assert_eq!(as_expected(&case, &got), wanted(want), "{what}");
+            // The same session by the path of its file.
+            let by_path = tree_json(
+                &home,
+                case.join(want["file"].as_str().unwrap()).to_str().unwrap(),
+            );
+            assert_eq!(by_path["session_id"], id.as_str(), "{what}");
+        }
+        // A fork is listed by the session it came from, after the same entry.
+        for (id, want) in expected["sessions"].as_object().unwrap() {
+            let Some(from) = want["forked_from"].as_object() else {
+                continue;
+            };
+            let src = tree_json(&home, from["session"].as_str().unwrap());
+            let forks: Vec<Value> = src["forks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| json!({"session": f["session"], "after": f["after"]}))
+                .collect();
+            assert!(
+                forks.contains(&json!({"session": id, "after": from["after"]})),
+                "{} {id}: {forks:?}",
+                case.display()
+            );
+        }
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let t = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &t);
+        } else {
+            std::fs::copy(e.path(), t).unwrap();
+        }
+    }
+}
+
+#[test]
+fn lookup_by_id_prefix_list_and_no_argument_under_codex_home() {
+    let case = common::scenarios("codex")
+        .into_iter()
+        .find(|c| c.ends_with("fork"))
+        .unwrap();
+    let home = case.join("home/.codex");
+    // An id prefix, unique among the threads.
+    let got = tree_json(&home, "01a2411a-42a2");
+    assert_eq!(got["session_id"], "01a2411a-42a2-7e53-bdc4-9e29068deb3e");
+    // An ambiguous prefix says so.
+    let mut c = bin(&home);
+    c.args(["tree", "01a2411a", "--format", "json"]);
+    let out = c.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("01a2411a-3e5e") && err.contains("01a2411a-42a2"),
+        "{err}"
+    );
+    // `list --all --json`: both threads, tool codex, cwd and first prompt,
+    // the fork marked as one.
+    let rows: Value = serde_json::from_str(&run(&home, &["list", "--all", "--json"])).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for r in rows {
+        assert_eq!(r["tool"], "codex");
+        assert_eq!(r["work_dir"], "/home/user/cx_fork");
+    }
+    let fork = rows
+        .iter()
+        .find(|r| r["id"] == "01a2411a-42a2-7e53-bdc4-9e29068deb3e")
+        .unwrap();
+    assert_eq!(fork["title"], "forked: a different third turn");
+    assert_eq!(fork["forked_from"], "01a2411a-3e5e-7112-bcd7-79f58b8a74e7");
+    // No argument, run in the thread's work dir: the newest thread there.
+    let tmp = tempfile::tempdir().unwrap();
+    let h2 = tmp.path().join("codex");
+    copy_dir(&home, &h2);
+    let work = tmp.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let work = work.canonicalize().unwrap();
+    for f in walk(&h2) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        std::fs::write(
+            &f,
+            text.replace("/home/user/cx_fork", work.to_str().unwrap()),
+        )
+        .unwrap();
+    }
+    let mut c = bin(&h2);
+    c.current_dir(&work).args(["tree", "--format", "json"]);
+    let v: Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
+    assert_eq!(v["tool"], "codex");
+    let mut c = bin(&h2);
+    c.current_dir(&work).args(["list", "--json"]);
+    let here: Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
+    assert_eq!(here.as_array().unwrap().len(), 2, "{here}");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else if p.extension().is_some_and(|x| x == "jsonl") {
+            out.push(p);
+        }
+    }
+    out
+}
