@@ -236,3 +236,166 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+fn fixture(name: &str) -> PathBuf {
+    common::scenarios("codex")
+        .into_iter()
+        .find(|c| c.ends_with(name))
+        .unwrap()
+}
+
+/// World lines and the rest of a session, without where it was read from.
+fn shape(v: &Value) -> Value {
+    json!({"lines": lines_of(v), "title": v["title"], "id": v["session_id"],
+           "compactions": v["compactions"], "forked_from": v["forked_from"]})
+}
+
+#[test]
+fn compressed_and_archived_rollouts_read_the_same() {
+    let case = fixture("r_revert_compact");
+    let home = case.join("home/.codex");
+    let expected: Value =
+        serde_json::from_slice(&std::fs::read(case.join("expected.json")).unwrap()).unwrap();
+    let (id, _) = expected["sessions"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap();
+    let plain = tree_json(&home, id);
+    // Both files of the thread compressed, in archived_sessions/.
+    let tmp = tempfile::tempdir().unwrap();
+    let h2 = tmp.path().join("codex");
+    let arch = h2.join("archived_sessions");
+    std::fs::create_dir_all(&arch).unwrap();
+    for f in walk(&home) {
+        let bytes = std::fs::read(&f).unwrap();
+        let z = ruzstd::encoding::compress_to_vec(
+            bytes.as_slice(),
+            ruzstd::encoding::CompressionLevel::Fastest,
+        );
+        let name = format!("{}.zst", f.file_name().unwrap().to_string_lossy());
+        std::fs::write(arch.join(name), z).unwrap();
+    }
+    let packed = tree_json(&h2, id);
+    assert_eq!(shape(&packed), shape(&plain));
+    assert!(packed["session_dir"]
+        .as_str()
+        .unwrap()
+        .ends_with(".jsonl.zst"));
+    // Bodies load from the compressed files: the text tree shows prompts.
+    let text = run(&h2, &["tree", id, "--format", "html"]);
+    assert!(
+        text.contains("after revert: another second turn"),
+        "html lacks the prompt"
+    );
+}
+
+/// A thread written by hand: its session_meta and `lines` after it.
+fn write_thread(home: &Path, id: &str, meta_extra: &str, lines: &[String]) -> PathBuf {
+    let dir = home.join("sessions/2026/12/05");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("rollout-2026-12-05T10-00-00-{id}.jsonl"));
+    let mut text = format!(
+        "{{\"timestamp\":\"2026-12-05T10:00:00.000Z\",\"ordinal\":0,\"type\":\"session_meta\",\"payload\":{{\"id\":\"{id}\",\"cwd\":\"/w\"{meta_extra}}}}}\n"
+    );
+    for l in lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn item(ord: u64, payload: &str) -> String {
+    format!("{{\"ordinal\":{ord},\"type\":\"response_item\",\"payload\":{payload}}}")
+}
+
+fn prompt(ord: u64, text: &str) -> String {
+    item(
+        ord,
+        &format!("{{\"type\":\"message\",\"role\":\"user\",\"content\":[{{\"type\":\"input_text\",\"text\":\"{text}\"}}]}}"),
+    )
+}
+
+#[test]
+fn bad_input_warns_and_shows_what_is_there() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("codex");
+    // A fork whose source is gone, an ordinal gap and a repeat, a second
+    // session_meta, an unknown type, a line that isn't JSON.
+    let id = "01a30000-0000-7000-8000-000000000001";
+    let gone = "01a30000-0000-7000-8000-0000000000aa";
+    write_thread(
+        &home,
+        id,
+        &format!(",\"forked_from_id\":\"{gone}\",\"forked_from_ordinal_exclusive\":7"),
+        &[
+            prompt(8, "the fork's prompt"),
+            prompt(8, "a repeat"),
+            prompt(12, "after a gap"),
+            "{\"ordinal\":13,\"type\":\"session_meta\",\"payload\":{\"id\":\"someone-else\"}}"
+                .into(),
+            "{\"ordinal\":14,\"type\":\"hologram\",\"payload\":{\"beam\":1}}".into(),
+            "this is not json".into(),
+            "{\"ordinal\":15,\"type\":\"event_msg\",\"payload\":{\"type\":\"brand_new_event\"}}"
+                .into(),
+        ],
+    );
+    let v = tree_json(&home, id);
+    assert_eq!(v["title"], "the fork's prompt");
+    assert_eq!(v["forked_from"]["session"], gone);
+    assert_eq!(v["forked_from"]["after"], "6");
+    let lines = lines_of(&v);
+    assert_eq!(lines.len(), 1);
+    assert_eq!(lines[0]["records"], 7, "{v}");
+    assert_eq!(lines[0]["leaf"], "15");
+    let warnings: Vec<String> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["message"].as_str().unwrap().to_string())
+        .collect();
+    let has = |s: &str| warnings.iter().any(|w| w.contains(s));
+    assert!(has("whose rollout is not here"), "{warnings:?}");
+    assert!(has("repeats"), "{warnings:?}");
+    assert!(has("skips"), "{warnings:?}");
+    assert!(has("another session_meta"), "{warnings:?}");
+    assert!(has("not a JSON rollout line"), "{warnings:?}");
+    // Every other output still renders.
+    for fmt in ["text", "dot", "mermaid", "svg", "html"] {
+        run(&home, &["tree", id, "--format", fmt]);
+    }
+}
+
+#[test]
+fn a_legacy_rollback_starts_a_world_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("codex");
+    let id = "01a30000-0000-7000-8000-000000000002";
+    let ev =
+        |o: u64, p: &str| format!("{{\"ordinal\":{o},\"type\":\"event_msg\",\"payload\":{p}}}");
+    let mut lines = Vec::new();
+    let mut o = 1;
+    for t in ["one", "two", "three"] {
+        lines.push(ev(o, r#"{"type":"task_started"}"#));
+        lines.push(prompt(o + 1, t));
+        lines.push(item(o + 2, r#"{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}"#));
+        lines.push(ev(o + 3, r#"{"type":"task_complete"}"#));
+        o += 4;
+    }
+    lines.push(ev(o, r#"{"type":"thread_rolled_back","num_turns":2}"#));
+    lines.push(ev(o + 1, r#"{"type":"task_started"}"#));
+    lines.push(prompt(o + 2, "two, again"));
+    write_thread(&home, id, "", &lines);
+    let v = tree_json(&home, id);
+    assert_eq!(
+        lines_of(&v),
+        vec![
+            json!({"leaf": "12", "parent": null, "after": null, "kind": null, "records": 13}),
+            json!({"leaf": "15", "parent": "12", "after": "4", "kind": "rollback", "records": 8}),
+        ]
+    );
+    assert_eq!(current_of(&v), "15");
+    assert_eq!(v["world_lines"][1]["fork"]["prompt"], "two, again");
+}

@@ -149,12 +149,17 @@ pub fn summarize(first: &Path) -> SessionSummary {
             _ => None,
         })
     });
-    let rollbacks: usize = files
+    // Counted in the bytes, not parsed: a legacy rollback marker, a
+    // completed spawn_agent call.
+    let (mut rollbacks, mut subagents) = (0, 0);
+    for bytes in files
         .iter()
         .filter(|p| !home::is_zst(p))
         .filter_map(|p| crate::read::guard::read_capped(p, 1 << 30).ok())
-        .map(|b| memchr::memmem::find_iter(&b, b"\"thread_rolled_back\"").count())
-        .sum();
+    {
+        rollbacks += memchr::memmem::find_iter(&bytes, b"\"thread_rolled_back\"").count();
+        subagents += memchr::memmem::find_iter(&bytes, b"\"tool\":\"spawn_agent\"").count();
+    }
     let modified = files
         .iter()
         .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
@@ -175,7 +180,7 @@ pub fn summarize(first: &Path) -> SessionSummary {
         work_dir: meta.cwd.clone(),
         title,
         world_lines: files.len() + rollbacks,
-        subagents: 0,
+        subagents,
         modified: modified
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())

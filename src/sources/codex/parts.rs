@@ -20,7 +20,6 @@ use crate::sources::{
     AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
     SessionParts, StatedFork, SubagentMeta, Tool,
 };
-use crate::text::sanitize_line;
 
 /// One thread read: its files and world lines.
 pub struct ThreadRead {
@@ -227,7 +226,7 @@ fn agent_parts(
                     format!("rollback of {n} turn{}", if n == 1 { "" } else { "s" })
                 }
                 (Some(_), None) => {
-                    format!("revert ({})", sanitize_line(&t.gens[line.gen].name, 80))
+                    format!("rollback (generation {})", line.gen + 1)
                 }
             },
             branch: None,

@@ -302,8 +302,16 @@ impl Rollout {
         let p = l.payload.unwrap_or_default();
         let kind = match l.ty.as_deref().unwrap_or("") {
             "session_meta" => {
-                if self.meta.is_none() {
-                    self.meta = Some(meta_of(&p));
+                match &self.meta {
+                    None => self.meta = Some(meta_of(&p)),
+                    Some(first) => {
+                        let other = p.id.as_deref().unwrap_or("?").to_string();
+                        let msg = format!(
+                            "another session_meta (thread {other}); the first, thread {}, names this file",
+                            first.id
+                        );
+                        self.warn(lineno.into(), msg);
+                    }
                 }
                 Kind::Meta
             }
