@@ -399,3 +399,72 @@ fn a_legacy_rollback_starts_a_world_line() {
     assert_eq!(current_of(&v), "15");
     assert_eq!(v["world_lines"][1]["fork"]["prompt"], "two, again");
 }
+
+#[test]
+fn an_older_codex_fork_with_a_copied_transcript_links_to_its_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("codex/sessions/2025/09/01");
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = "01990000-0000-7000-8000-000000000001";
+    let fork = "01990000-0000-7000-8000-000000000002";
+    // No ordinals (older Codex): records are named by line index.
+    let line = |ts: &str, ty: &str, payload: &str| {
+        format!("{{\"timestamp\":\"2025-09-01T10:00:{ts}.000Z\",\"type\":\"{ty}\",\"payload\":{payload}}}\n")
+    };
+    let msg = |role: &str, text: &str| {
+        format!("{{\"type\":\"message\",\"role\":\"{role}\",\"content\":[{{\"type\":\"input_text\",\"text\":\"{text}\"}}]}}")
+    };
+    let src_meta = format!("{{\"id\":\"{src}\",\"cwd\":\"/w\"}}");
+    let body = [
+        ("response_item", msg("user", "first")),
+        ("response_item", msg("assistant", "one")),
+        ("response_item", msg("user", "second")),
+        ("response_item", msg("assistant", "two")),
+        ("response_item", msg("user", "third")),
+    ];
+    let mut s = line("00", "session_meta", &src_meta);
+    for (ty, p) in &body {
+        s += &line("01", ty, p);
+    }
+    std::fs::write(
+        dir.join(format!("rollout-2025-09-01T10-00-00-{src}.jsonl")),
+        s,
+    )
+    .unwrap();
+    // The fork: its own meta, then the source's first four lines copied
+    // (written later: other timestamps), then its own turn.
+    let mut f = line(
+        "30",
+        "session_meta",
+        &format!("{{\"id\":\"{fork}\",\"cwd\":\"/w\"}}"),
+    );
+    f += &line("30", "session_meta", &src_meta);
+    for (ty, p) in &body[..3] {
+        f += &line("30", ty, p);
+    }
+    f += &line(
+        "31",
+        "response_item",
+        &msg("user", "the fork goes elsewhere"),
+    );
+    std::fs::write(
+        dir.join(format!("rollout-2025-09-01T10-00-30-{fork}.jsonl")),
+        f,
+    )
+    .unwrap();
+    let home = tmp.path().join("codex");
+    let v = tree_json(&home, fork);
+    assert_eq!(v["forked_from"]["session"], src);
+    assert_eq!(v["forked_from"]["after"], "3", "{}", v["forked_from"]);
+    assert_eq!(lines_of(&v)[0]["records"], 6);
+    let s = tree_json(&home, src);
+    let forks: Vec<(Value, Value)> = s["forks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["session"].clone(), f["after"].clone()))
+        .collect();
+    assert_eq!(forks, vec![(json!(fork), json!("3"))]);
+    // No warning for the copied session_meta: it is the format.
+    assert_eq!(v["warnings"], json!([]));
+}

@@ -86,7 +86,11 @@ fn the_reader_follows_a_thread_written_in_chunks() {
             append(path, &c);
             if reader.refresh(&mut errors) {
                 let (live, full) = reader.snapshot_and_full().unwrap();
-                assert_eq!(session_json(&live), session_json(&full), "after {steps} chunks");
+                assert_eq!(
+                    session_json(&live),
+                    session_json(&full),
+                    "after {steps} chunks"
+                );
                 steps += 1;
             }
         }

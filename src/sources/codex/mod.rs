@@ -165,12 +165,16 @@ pub fn summarize(first: &Path) -> SessionSummary {
         .filter_map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
         .max()
         .unwrap_or(std::time::UNIX_EPOCH);
-    let forked_from = meta.forked_from_id.clone().or_else(|| {
-        meta.base
-            .as_ref()
-            .filter(|b| b.0 != meta.id)
-            .map(|b| b.0.clone())
-    });
+    let forked_from = meta
+        .forked_from_id
+        .clone()
+        .or_else(|| {
+            meta.base
+                .as_ref()
+                .filter(|b| b.0 != meta.id)
+                .map(|b| b.0.clone())
+        })
+        .or_else(|| head.as_ref().and_then(|h| h.copied_from.clone()));
     SessionSummary {
         id: home::parse_name(first)
             .map(|n| n.thread)

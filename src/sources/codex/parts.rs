@@ -358,15 +358,21 @@ fn lineage(first: &Path, main: &ThreadRead, warnings: &mut Vec<Warning>) -> Line
         .and_then(|g| g.meta.clone())
         .unwrap_or_default();
     let base = meta.base.clone().filter(|(t, _)| *t != main.id);
+    let copied = main.gens.first().and_then(|g| g.copied_from.clone());
     let source = meta
         .forked_from_id
         .clone()
-        .or_else(|| base.as_ref().map(|b| b.0.clone()));
+        .or_else(|| base.as_ref().map(|b| b.0.clone()))
+        .or_else(|| copied.clone());
     let forked_from = source.map(|src| {
+        let dir = find_thread(first, &src);
         let end = meta
             .forked_from_ordinal_exclusive
-            .or(base.as_ref().map(|b| b.1));
-        let dir = find_thread(first, &src);
+            .or(base.as_ref().map(|b| b.1))
+            .or_else(|| {
+                let (fork, source) = (main.gens.first()?, dir.as_deref()?);
+                copied_end(fork, source)
+            });
         if dir.is_none() {
             warnings.push(Warning {
                 file: name_of(first),
@@ -415,14 +421,52 @@ fn forks_of(first: &Path, id: &str) -> Vec<(String, PathBuf, Option<u64>)> {
         {
             continue;
         }
-        let Some(m) = home::head(&p) else { continue };
+        let Some(h) = home::head_lines(&p, 8 << 20, 2) else {
+            continue;
+        };
+        let Some(m) = h.meta.clone() else { continue };
         let from_base = m.base.as_ref().filter(|b| b.0 == id).map(|b| b.1);
         if m.forked_from_id.as_deref() == Some(id) || from_base.is_some() {
             out.push((n.thread, p, m.forked_from_ordinal_exclusive.or(from_base)));
+        } else if h.copied_from.as_deref() == Some(id) {
+            let end = Rollout::read(&p, "")
+                .ok()
+                .and_then(|fork| copied_end(&fork, first));
+            out.push((n.thread, p, end));
         }
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
+}
+
+/// An older Codex fork's copy of its source: the fork's lines from its
+/// second (the source's `session_meta`) on, compared with the source's
+/// from its first by type and payload (each copy has its own timestamp).
+/// Returns the source record after the last one copied, as an ordinal end.
+fn copied_end(fork: &Rollout, source_first: &Path) -> Option<u64> {
+    use serde_json::Value;
+    let source = Rollout::read(source_first, "").ok()?;
+    if home::is_zst(&fork.path) || home::is_zst(source_first) {
+        return None;
+    }
+    let cap = 1 << 30;
+    let fb = crate::read::guard::read_capped(&fork.path, cap).ok()?;
+    let sb = crate::read::guard::read_capped(source_first, cap).ok()?;
+    let body = |bytes: &[u8], e: &super::rollout::Entry| -> Option<(Value, Value)> {
+        let start = usize::try_from(e.offset).ok()?;
+        let line = bytes.get(start..start + e.len as usize)?;
+        let mut v: Value = crate::read::lenient::parse_value(line).ok()?;
+        Some((v.get_mut("type")?.take(), v.get_mut("payload")?.take()))
+    };
+    let mut last = None;
+    for (f, s) in fork.entries.iter().skip(1).zip(&source.entries) {
+        let (a, b) = (body(&fb, f), body(&sb, s));
+        if a.is_none() || a != b {
+            break;
+        }
+        last = Some(s.ordinal + 1);
+    }
+    last
 }
 
 /// The files of a thread in order, for callers that have only its first.

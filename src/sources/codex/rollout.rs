@@ -101,6 +101,9 @@ pub struct Meta {
 pub struct Rollout {
     pub path: PathBuf,
     pub meta: Option<Meta>,
+    /// Older Codex copied a fork's source into the fork's file, source
+    /// `session_meta` first, right after the fork's own: that source's id.
+    pub copied_from: Option<String>,
     pub entries: Vec<Entry>,
     pub warnings: Vec<Warning>,
     pub dropped_warnings: u64,
@@ -304,6 +307,12 @@ impl Rollout {
             "session_meta" => {
                 match &self.meta {
                     None => self.meta = Some(meta_of(&p)),
+                    Some(first)
+                        if self.entries.len() == 1
+                            && p.id.as_deref().is_some_and(|o| o != first.id) =>
+                    {
+                        self.copied_from = p.id.as_deref().map(str::to_string);
+                    }
                     Some(first) => {
                         let other = p.id.as_deref().unwrap_or("?").to_string();
                         let msg = format!(
