@@ -145,7 +145,7 @@ pub fn summarize(first: &Path) -> SessionSummary {
         .unwrap_or_default();
     let title = head.as_ref().and_then(|h| {
         h.entries.iter().find_map(|e| match &e.kind {
-            rollout::Kind::Prompt(t) => Some(t.clone()),
+            rollout::Kind::Prompt(t) => Some(t.to_string()),
             _ => None,
         })
     });

@@ -53,7 +53,7 @@ impl ThreadRead {
             .entries
             .iter()
             .find_map(|e| match &e.kind {
-                Kind::Prompt(t) => Some(t.clone()),
+                Kind::Prompt(t) => Some(t.to_string()),
                 _ => None,
             })
     }
@@ -212,7 +212,7 @@ fn agent_parts(
         };
         let prompt = path[line.shared.min(path.len())..].iter().find_map(|a| {
             match &t.thread.entry(&t.gens, *a)?.kind {
-                Kind::Prompt(p) => Some(p.clone()),
+                Kind::Prompt(p) => Some(p.to_string()),
                 _ => None,
             }
         });
@@ -317,7 +317,8 @@ fn subagents(first: &Path, main: &ThreadRead) -> Vec<(Option<String>, PathBuf)> 
     let mut seen: Vec<String> = Vec::new();
     for g in &main.gens {
         for e in &g.entries {
-            if let Kind::Spawned { call_id, threads } = &e.kind {
+            if let Kind::Spawned(spawn) = &e.kind {
+                let (call_id, threads) = &**spawn;
                 for id in threads {
                     if seen.contains(id) {
                         continue;

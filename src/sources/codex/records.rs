@@ -18,7 +18,8 @@ use super::home;
 use super::rollout::{Entry, Kind};
 use crate::error::{Error, Result};
 use crate::model::{Body, Marker, RecordMeta, RecordParts, Role, ToolCallHead};
-use crate::read::{canonical_hash, lenient};
+use crate::read::lenient;
+use xxhash_rust::xxh3::xxh3_64;
 
 /// Offsets above this bit name the generation file.
 const GEN_SHIFT: u32 = 40;
@@ -40,17 +41,17 @@ pub fn record_meta(e: &Entry, gen: usize, turn: Option<i64>) -> RecordMeta {
         Kind::Meta => parts.role = Role::SystemPrompt,
         Kind::Prompt(_) => parts.role = Role::User,
         Kind::Assistant => parts.role = Role::Assistant,
-        Kind::Call { call_id, name } => {
+        Kind::Call(call) => {
             parts.role = Role::Assistant;
             parts.tool_calls.push(ToolCallHead {
-                id: call_id.clone(),
-                name: name.clone(),
+                id: call.0.clone(),
+                name: call.1.clone(),
                 dmail: None,
             });
         }
-        Kind::Output { call_id } => {
+        Kind::Output(call_id) => {
             parts.role = Role::Tool;
-            parts.tool_call_id = Some(call_id.clone());
+            parts.tool_call_id = Some(call_id.to_string());
         }
         Kind::TurnStarted => {
             parts.role = Role::Checkpoint;
@@ -116,7 +117,7 @@ pub fn load_line(first: &Path, meta: &RecordMeta, max: usize) -> Result<Vec<u8>>
 pub fn load_body(first: &Path, meta: &RecordMeta) -> Result<Body> {
     let line = load_line(first, meta, usize::MAX)?;
     let at = || format!("{}:{}", first.display(), meta.line());
-    if canonical_hash(&line) != meta.hash() {
+    if xxh3_64(&line) != meta.hash() {
         return Err(Error::Other(format!(
             "{}: the line changed on disk since it was read",
             at()

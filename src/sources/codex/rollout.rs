@@ -14,7 +14,8 @@ use serde_json::value::RawValue;
 
 use crate::error::{Error, Result};
 use crate::model::Warning;
-use crate::read::{canonical_hash, guard, MAX_WARNINGS};
+use crate::read::{guard, MAX_WARNINGS};
+use xxhash_rust::xxh3::xxh3_64;
 
 /// A line longer than this is read past with a warning (a real rollout's
 /// biggest lines, a `world_state` or a tool output, are far smaller).
@@ -26,21 +27,18 @@ pub enum Kind {
     /// `session_meta`; the thread's own is [`Rollout::meta`].
     Meta,
     /// A user message the user typed, and its first text (capped).
-    Prompt(String),
+    Prompt(Box<str>),
     /// Injected context: `<environment_context>`, developer text, AGENTS.md,
     /// a subagent notification.
     Injected,
     /// An assistant message or reasoning.
     Assistant,
-    /// A model's tool call (`function_call`, `custom_tool_call`, `local_shell_call`).
-    Call {
-        call_id: String,
-        name: String,
-    },
-    /// A tool call's output.
-    Output {
-        call_id: String,
-    },
+    /// A model's tool call (`function_call`, `custom_tool_call`,
+    /// `local_shell_call`): its call id and tool name (boxed, so a million
+    /// entries stay small).
+    Call(Box<(String, String)>),
+    /// A tool call's output, by call id.
+    Output(Box<str>),
     TurnStarted,
     TurnComplete,
     /// Legacy `thread_rolled_back {num_turns}`.
@@ -52,10 +50,7 @@ pub enum Kind {
     /// `token_count` with the thread's total so far.
     Tokens(Option<u64>),
     /// `item_completed` of a `spawn_agent` call: the threads it started.
-    Spawned {
-        call_id: String,
-        threads: Vec<String>,
-    },
+    Spawned(Box<(String, Vec<String>)>),
     /// Everything else: settings, world state, turn context, events, types
     /// this reader doesn't know.
     Other,
@@ -337,7 +332,7 @@ impl Rollout {
             offset,
             len,
             line: lineno,
-            hash: canonical_hash(line),
+            hash: xxh3_64(line),
             ordinal,
             stated: l.ordinal.is_some(),
             time,
@@ -453,7 +448,7 @@ fn item_kind(p: &Payload) -> Kind {
                 if is_injected(&text) {
                     Kind::Injected
                 } else {
-                    Kind::Prompt(cap(text, PROMPT_CAP))
+                    Kind::Prompt(cap(text, PROMPT_CAP).into())
                 }
             }
             "assistant" => Kind::Assistant,
@@ -461,17 +456,15 @@ fn item_kind(p: &Payload) -> Kind {
         },
         "reasoning" => Kind::Assistant,
         "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
-            Kind::Call {
-                call_id: s(&p.call_id),
-                name: match p.name.as_deref() {
+            Kind::Call(Box::new((
+                s(&p.call_id),
+                match p.name.as_deref() {
                     Some(n) => n.to_string(),
                     None => p.ty.as_deref().unwrap_or("").to_string(),
                 },
-            }
+            )))
         }
-        t if t.ends_with("_output") => Kind::Output {
-            call_id: s(&p.call_id),
-        },
+        t if t.ends_with("_output") => Kind::Output(s(&p.call_id).into()),
         "compaction" | "context_compaction" => Kind::Compacted,
         _ => Kind::Other,
     }
@@ -492,9 +485,11 @@ fn event_kind(p: &Payload) -> Kind {
                 i.ty.as_deref() == Some("CollabAgentToolCall")
                     && i.tool.as_deref() == Some("spawn_agent")
             })
-            .map_or(Kind::Other, |i| Kind::Spawned {
-                call_id: i.id.as_deref().unwrap_or("").to_string(),
-                threads: i.receiver_thread_ids.unwrap_or_default(),
+            .map_or(Kind::Other, |i| {
+                Kind::Spawned(Box::new((
+                    i.id.as_deref().unwrap_or("").to_string(),
+                    i.receiver_thread_ids.unwrap_or_default(),
+                )))
             }),
         _ => Kind::Other,
     }
@@ -561,9 +556,10 @@ pub fn parse_time(s: &str) -> Option<f64> {
     let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
     let mut frac = 0.0;
     if b.get(19) == Some(&b'.') {
-        let digits: String = s[20..].chars().take_while(char::is_ascii_digit).collect();
-        if !digits.is_empty() {
-            frac = format!("0.{digits}").parse().unwrap_or(0.0);
+        let mut scale = 0.1;
+        for &d in b[20..].iter().take_while(|c| c.is_ascii_digit()).take(9) {
+            frac += f64::from(d - b'0') * scale;
+            scale /= 10.0;
         }
     }
     // Days from civil (Howard Hinnant's algorithm).
