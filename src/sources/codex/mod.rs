@@ -292,6 +292,29 @@ impl crate::sources::Source for Codex {
         out
     }
 
+    /// Rollouts only grow: replayed record by record. A fork's source
+    /// thread is copied whole first, so the copy still finds it.
+    fn replay_style(&self, path: &Path) -> crate::sources::ReplayStyle {
+        if generations_of(path).iter().any(|p| home::is_zst(p)) {
+            return crate::sources::ReplayStyle::Unsupported(
+                "a compressed (.zst) rollout is not replayed; decompress it first".into(),
+            );
+        }
+        let head = home::head_lines(path, 8 << 20, 2);
+        let source = head.as_ref().and_then(|h| {
+            let m = h.meta.as_ref()?;
+            m.forked_from_id
+                .clone()
+                .or_else(|| m.base.as_ref().filter(|b| b.0 != m.id).map(|b| b.0.clone()))
+                .or_else(|| h.copied_from.clone())
+        });
+        let side_files = source
+            .and_then(|src| find_thread(path, &src))
+            .map(|first| generations_of(&first))
+            .unwrap_or_default();
+        crate::sources::ReplayStyle::Appends { side_files }
+    }
+
     fn home_hint(&self) -> String {
         Home::from_env().sessions_root().display().to_string()
     }

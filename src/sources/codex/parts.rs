@@ -178,7 +178,7 @@ fn agent_parts(
                         turn += 1;
                         turn - 1
                     });
-                    record_meta(e, g, here)
+                    record_meta(e, here)
                 })
                 .collect(),
         );
@@ -203,7 +203,12 @@ fn agent_parts(
         recs.reserve_exact(path.len());
         let mut when = Vec::with_capacity(path.len());
         for a in &path {
-            recs.push(metas[a.gen][a.entry].clone());
+            let m = &metas[a.gen][a.entry];
+            recs.push(if a.gen == line.gen {
+                m.clone()
+            } else {
+                records::elsewhere(m, a.gen)
+            });
             when.push(t.thread.entry(&t.gens, *a).and_then(|e| e.time));
         }
         let ord = |a: Option<&super::thread::At>| {
@@ -255,7 +260,7 @@ fn agent_parts(
         });
         files.push(FileIndex {
             name: t.gens[line.gen].name.clone(),
-            path: first.to_path_buf(),
+            path: t.gens[line.gen].path.clone(),
             records: recs,
             warnings: Vec::new(),
             dropped_warnings: 0,

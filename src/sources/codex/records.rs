@@ -6,9 +6,11 @@
 //! line: messages, tool calls (an `exec_command` shown as its command),
 //! outputs paired by `call_id`, compactions.
 //!
-//! A world line of a reverted thread holds records of two files; the index
-//! keeps which generation a record is in above bit 40 of its offset, and
-//! every index names the thread's first file.
+//! A world line of a reverted thread holds records of two files: its index
+//! names the file of its own records (the generation), and a record of
+//! another generation of the thread keeps `generation + 1` above bit 40 of
+//! its offset (0: the index's own file), so replay and previews of a
+//! line's own records read plain offsets.
 
 use std::path::{Path, PathBuf};
 
@@ -24,11 +26,11 @@ use xxhash_rust::xxh3::xxh3_64;
 /// Offsets above this bit name the generation file.
 const GEN_SHIFT: u32 = 40;
 /// Generations a thread may have in the index (the offset keeps 48 bits).
-pub const MAX_GENERATIONS: usize = 255;
+pub const MAX_GENERATIONS: usize = 254;
 
-/// The index entry of rollout line `e` of generation `gen`; `turn` is the
-/// turn a `task_started` opens.
-pub fn record_meta(e: &Entry, gen: usize, turn: Option<i64>) -> RecordMeta {
+/// The index entry of rollout line `e` in its own file; `turn` is the turn
+/// a `task_started` opens.
+pub fn record_meta(e: &Entry, turn: Option<i64>) -> RecordMeta {
     let mut parts = RecordParts {
         role: Role::System,
         checkpoint: None,
@@ -64,14 +66,23 @@ pub fn record_meta(e: &Entry, gen: usize, turn: Option<i64>) -> RecordMeta {
         Kind::Compacted => parts.marker = Some(Marker::Compaction),
         _ => {}
     }
-    let offset = ((gen as u64) << GEN_SHIFT) | e.offset;
-    RecordMeta::new(offset, e.len, e.line, e.hash, parts)
+    RecordMeta::new(e.offset, e.len, e.line, e.hash, parts)
 }
 
-/// The generation a record is in, and its byte offset there.
-fn split(meta: &RecordMeta) -> (usize, u64) {
+/// `meta` as seen from an index of another file of the thread: it lives
+/// in generation `gen`.
+pub fn elsewhere(meta: &RecordMeta, gen: usize) -> RecordMeta {
+    let mut m = meta.clone();
+    m.shift(((gen as u64) + 1) << GEN_SHIFT, 0);
+    m
+}
+
+/// The generation a record is in (`None`: the index's own file), and its
+/// byte offset there.
+fn split(meta: &RecordMeta) -> (Option<usize>, u64) {
     let off = meta.offset();
-    ((off >> GEN_SHIFT) as usize, off & ((1 << GEN_SHIFT) - 1))
+    let tag = (off >> GEN_SHIFT) as usize;
+    (tag.checked_sub(1), off & ((1 << GEN_SHIFT) - 1))
 }
 
 /// A file's offsets must fit below the generation bits.
@@ -79,16 +90,17 @@ pub fn fits(bytes: u64) -> bool {
     bytes < 1 << GEN_SHIFT
 }
 
-/// The file of generation `gen` of the thread whose first file is `first`.
-pub fn generation_path(first: &Path, gen: usize) -> Result<PathBuf> {
-    if gen == 0 {
-        return Ok(first.to_path_buf());
-    }
-    let files = super::generations_of(first);
+/// The file of generation `gen` of the thread `file` is a file of
+/// (`None`: `file` itself).
+pub fn generation_path(file: &Path, gen: Option<usize>) -> Result<PathBuf> {
+    let Some(gen) = gen else {
+        return Ok(file.to_path_buf());
+    };
+    let files = super::generations_of(file);
     files.get(gen).cloned().ok_or_else(|| {
         Error::Other(format!(
             "{}: generation {gen} of this thread is gone",
-            first.display()
+            file.display()
         ))
     })
 }
@@ -344,11 +356,7 @@ mod tests {
         let path = tmp.path().join("r.jsonl");
         std::fs::write(&path, text).unwrap();
         let r = Rollout::parse(&path, "r.jsonl", text.as_bytes());
-        let metas: Vec<RecordMeta> = r
-            .entries
-            .iter()
-            .map(|e| record_meta(e, 0, Some(0)))
-            .collect();
+        let metas: Vec<RecordMeta> = r.entries.iter().map(|e| record_meta(e, Some(0))).collect();
         let roles: Vec<&str> = metas.iter().map(|m| m.role().as_str()).collect();
         assert_eq!(
             roles,
