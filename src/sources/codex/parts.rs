@@ -154,7 +154,9 @@ fn agent_parts(
     }
     // Each record's index entry once; turns numbered in file order per
     // generation, after the turns its base holds.
-    let mut metas: Vec<Vec<crate::model::RecordMeta>> = Vec::with_capacity(t.gens.len());
+    // Turns numbered in file order per generation, after the turns its
+    // base holds; kept for `task_started` entries only (a tenth of a
+    // thread's lines), each record's index entry built where it is used.
     let mut base_turns = vec![0i64; t.gens.len()];
     for (l, line) in t.thread.lines.iter().enumerate() {
         if line.parent.is_some() && line.turns.is_none() && l > 0 {
@@ -168,20 +170,15 @@ fn agent_parts(
                 .count() as i64;
         }
     }
+    let mut turn_of: std::collections::HashMap<(usize, usize), i64> = Default::default();
     for (g, file) in t.gens.iter().enumerate() {
         let mut turn = base_turns[g];
-        metas.push(
-            file.entries
-                .iter()
-                .map(|e| {
-                    let here = (e.kind == Kind::TurnStarted).then(|| {
-                        turn += 1;
-                        turn - 1
-                    });
-                    record_meta(e, here)
-                })
-                .collect(),
-        );
+        for (k, e) in file.entries.iter().enumerate() {
+            if e.kind == Kind::TurnStarted {
+                turn_of.insert((g, k), turn);
+                turn += 1;
+            }
+        }
     }
     let mut files = Vec::new();
     let mut forks = Vec::new();
@@ -203,13 +200,16 @@ fn agent_parts(
         recs.reserve_exact(path.len());
         let mut when = Vec::with_capacity(path.len());
         for a in &path {
-            let m = &metas[a.gen][a.entry];
+            let Some(e) = t.thread.entry(&t.gens, *a) else {
+                continue;
+            };
+            let m = record_meta(e, turn_of.get(&(a.gen, a.entry)).copied());
             recs.push(if a.gen == line.gen {
-                m.clone()
+                m
             } else {
-                records::elsewhere(m, a.gen)
+                records::elsewhere(&m, a.gen)
             });
-            when.push(t.thread.entry(&t.gens, *a).and_then(|e| e.time));
+            when.push(e.time);
         }
         let ord = |a: Option<&super::thread::At>| {
             a.and_then(|a| t.thread.entry(&t.gens, *a))

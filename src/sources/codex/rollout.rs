@@ -261,6 +261,19 @@ impl Rollout {
             return;
         };
         let index = u64::from(lineno.saturating_sub(1));
+        if let Some((time, ordinal)) = bookkeeping(line) {
+            self.push(Entry {
+                offset,
+                len,
+                line: lineno,
+                hash: xxh3_64(line),
+                ordinal,
+                stated: true,
+                time,
+                kind: Kind::Other,
+            });
+            return;
+        }
         let parsed: std::result::Result<Line, _> = serde_json::from_slice(line);
         let repaired: String;
         let l;
@@ -283,19 +296,6 @@ impl Rollout {
             }
         }
         let ordinal = l.ordinal.unwrap_or(index);
-        if let (Some(prev), Some(_)) = (self.entries.last(), l.ordinal) {
-            if prev.stated && ordinal != prev.ordinal + 1 {
-                let what = if ordinal <= prev.ordinal {
-                    "repeats or goes back from"
-                } else {
-                    "skips after"
-                };
-                self.warn(
-                    lineno.into(),
-                    format!("ordinal {ordinal} {what} {}", prev.ordinal),
-                );
-            }
-        }
         let time = l.timestamp.as_deref().and_then(parse_time);
         let p = l.payload.unwrap_or_default();
         let kind = match l.ty.as_deref().unwrap_or("") {
@@ -328,7 +328,7 @@ impl Rollout {
             }
             _ => Kind::Other,
         };
-        self.entries.push(Entry {
+        self.push(Entry {
             offset,
             len,
             line: lineno,
@@ -338,6 +338,22 @@ impl Rollout {
             time,
             kind,
         });
+    }
+
+    /// Adds an entry, warning when its ordinal doesn't follow the last.
+    fn push(&mut self, e: Entry) {
+        if let Some(prev) = self.entries.last() {
+            if e.stated && prev.stated && e.ordinal != prev.ordinal + 1 {
+                let what = if e.ordinal <= prev.ordinal {
+                    "repeats or goes back from"
+                } else {
+                    "skips after"
+                };
+                let msg = format!("ordinal {} {what} {}", e.ordinal, prev.ordinal);
+                self.warn(e.line.into(), msg);
+            }
+        }
+        self.entries.push(e);
     }
 }
 
@@ -406,6 +422,56 @@ impl Feeder {
             r.add_line(&line, offset, self.lines);
         }
     }
+}
+
+/// Event types the world lines or rows need from a line's payload.
+const EVENTS_READ: [&[u8]; 8] = [
+    b"task_started",
+    b"task_complete",
+    b"turn_started",
+    b"turn_complete",
+    b"thread_rolled_back",
+    b"token_count",
+    b"item_completed",
+    b"context_compacted",
+];
+
+/// A line Codex writes as `{"timestamp":"…","ordinal":N,"type":"…",
+/// "payload":{…}}` that is pure bookkeeping for worldline (`turn_context`,
+/// `world_state`, `token_usage_record`, an event it doesn't read, an
+/// `item_completed` of no subagent): its time and ordinal, read from the
+/// head without parsing the (often large) payload. Anything else, or any
+/// other spelling, is `None` and parsed in full.
+fn bookkeeping(line: &[u8]) -> Option<(Option<f64>, u64)> {
+    let rest = line.strip_prefix(b"{\"timestamp\":\"")?;
+    let q = memchr::memchr(b'"', rest)?;
+    let ts = std::str::from_utf8(&rest[..q]).ok()?;
+    let rest = rest[q..].strip_prefix(b"\",\"ordinal\":")?;
+    let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits == 0 || digits > 18 {
+        return None;
+    }
+    let ordinal: u64 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    let rest = rest[digits..].strip_prefix(b",\"type\":\"")?;
+    let q = memchr::memchr(b'"', rest)?;
+    let (ty, rest) = (&rest[..q], &rest[q..]);
+    let payload = rest.strip_prefix(b"\",\"payload\":")?;
+    if !line.ends_with(b"}") {
+        return None;
+    }
+    let skip = match ty {
+        b"turn_context" | b"world_state" | b"token_usage_record" => true,
+        b"event_msg" => {
+            let p = payload.strip_prefix(b"{\"type\":\"")?;
+            let q = memchr::memchr(b'"', p)?;
+            let ev = &p[..q];
+            !EVENTS_READ.contains(&ev)
+                || (ev == b"item_completed"
+                    && memchr::memmem::find(payload, b"\"CollabAgentToolCall\"").is_none())
+        }
+        _ => false,
+    };
+    skip.then(|| (parse_time(ts), ordinal))
 }
 
 fn meta_of(p: &Payload) -> Meta {
