@@ -145,11 +145,54 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// A rollout's head: its first `session_meta`, read capped (and
-/// decompressed for `.zst`); `None` when the file has none.
+/// What a rollout's first two lines say: its thread's `session_meta`,
+/// and the source an older fork copied (a second `session_meta`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Head {
+    pub meta: Meta,
+    pub copied_from: Option<String>,
+}
+
+type HeadKey = (PathBuf, u64, u64);
+static HEADS: std::sync::Mutex<Option<std::collections::HashMap<HeadKey, Head>>> =
+    std::sync::Mutex::new(None);
+/// Heads kept at most (a home of many thousand threads is read once).
+const HEADS_KEPT: usize = 100_000;
+
+/// A rollout's head, read capped (and decompressed for `.zst`); `None`
+/// when its first line isn't a complete `session_meta`. A file's first
+/// lines never change once written, so heads are kept by path and inode:
+/// listing, lineage and live re-reads don't read them again.
+pub fn head_of(path: &Path) -> Option<Head> {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::metadata(path).ok()?;
+    let key = (path.to_path_buf(), md.dev(), md.ino());
+    if let Some(h) = HEADS.lock().ok()?.as_ref().and_then(|m| m.get(&key)) {
+        return Some(h.clone());
+    }
+    let r = head_lines(path, HEAD_CAP, 2)?;
+    let head = Head {
+        meta: r.meta.clone()?,
+        copied_from: r.copied_from.clone(),
+    };
+    // Only once two lines are complete (or the file holds just one): a
+    // fork being written may not have its copied meta yet.
+    let settled = r.entries.len() >= 2 || r.bytes == md.len();
+    if settled {
+        if let Ok(mut g) = HEADS.lock() {
+            let m = g.get_or_insert_with(Default::default);
+            if m.len() >= HEADS_KEPT {
+                m.clear();
+            }
+            m.insert(key, head.clone());
+        }
+    }
+    Some(head)
+}
+
+/// A rollout's first `session_meta` ([`head_of`]).
 pub fn head(path: &Path) -> Option<Meta> {
-    let lines = head_lines(path, HEAD_CAP, 1)?;
-    lines.meta
+    head_of(path).map(|h| h.meta)
 }
 
 /// The first lines of a rollout, at most `cap` bytes of them and `max`

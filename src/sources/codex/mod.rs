@@ -300,9 +300,9 @@ impl crate::sources::Source for Codex {
                 "a compressed (.zst) rollout is not replayed; decompress it first".into(),
             );
         }
-        let head = home::head_lines(path, 8 << 20, 2);
+        let head = home::head_of(path);
         let source = head.as_ref().and_then(|h| {
-            let m = h.meta.as_ref()?;
+            let m = &h.meta;
             m.forked_from_id
                 .clone()
                 .or_else(|| m.base.as_ref().filter(|b| b.0 != m.id).map(|b| b.0.clone()))

@@ -427,10 +427,10 @@ fn forks_of(first: &Path, id: &str) -> Vec<(String, PathBuf, Option<u64>)> {
         {
             continue;
         }
-        let Some(h) = home::head_lines(&p, 8 << 20, 2) else {
+        let Some(h) = home::head_of(&p) else {
             continue;
         };
-        let Some(m) = h.meta.clone() else { continue };
+        let m = h.meta.clone();
         let from_base = m.base.as_ref().filter(|b| b.0 == id).map(|b| b.1);
         if m.forked_from_id.as_deref() == Some(id) || from_base.is_some() {
             out.push((n.thread, p, m.forked_from_ordinal_exclusive.or(from_base)));
