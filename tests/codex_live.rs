@@ -137,3 +137,49 @@ fn the_follower_sees_the_rollback_line_appear() {
     assert_eq!(last.agents[0].family.lines.len(), 2);
     assert!(seen.errors().is_empty(), "{:?}", seen.errors());
 }
+
+#[test]
+fn a_rollout_cut_short_or_replaced_is_read_again() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("codex");
+    let files = thread(&home);
+    let first = files[0].0.clone();
+    append(&first, &files[0].1);
+    let mut reader = Reader::new(&first);
+    let mut errors = Vec::new();
+    reader.refresh(&mut errors);
+    let lines = |s: &Session| s.agents[0].family.files[0].records.len();
+    let whole = reader.snapshot_and_full().unwrap().0;
+    // Cut to its first ten lines, in place (same inode, shorter).
+    let ten: usize = files[0]
+        .1
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .nth(9)
+        .unwrap()
+        .0
+        + 1;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&first)
+        .unwrap()
+        .set_len(ten as u64)
+        .unwrap();
+    assert!(reader.refresh(&mut errors));
+    let (cut, full) = reader.snapshot_and_full().unwrap();
+    assert_eq!(session_json(&cut), session_json(&full));
+    assert_eq!(lines(&cut), 10);
+    assert!(lines(&whole) > 10);
+    // Replaced by a new file (another inode) with all its lines again.
+    let aside = first.with_extension("tmp");
+    std::fs::write(&aside, &files[0].1).unwrap();
+    std::fs::rename(&aside, &first).unwrap();
+    assert!(reader.refresh(&mut errors));
+    let (again, _) = reader.snapshot_and_full().unwrap();
+    assert_eq!(
+        session_json(&again),
+        session_json(&Session::load(&first).unwrap())
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+}

@@ -7,6 +7,7 @@
 //! records and bodies (`records`), compressed rollouts (`zst`), and the
 //! parts the builder takes (`parts`).
 
+pub mod follow;
 pub mod home;
 pub mod parts;
 pub mod records;
@@ -290,6 +291,11 @@ impl crate::sources::Source for Codex {
         let mut out: Vec<PathBuf> = path.parent().map(Path::to_path_buf).into_iter().collect();
         out.extend(generations_of(path));
         out
+    }
+
+    /// The thread's files are kept indexed: an append is parsed alone.
+    fn follower(&self, path: &Path) -> Box<dyn crate::sources::follow::Follower> {
+        Box::new(follow::CodexFollower::new(path))
     }
 
     /// Rollouts only grow: replayed record by record. A fork's source

@@ -408,6 +408,13 @@ impl Feeder {
         n
     }
 
+    /// Bytes taken in but not yet part of a complete line.
+    pub fn pending_len(&self) -> usize {
+        self.oversize.map_or(self.pending.len(), |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        })
+    }
+
     /// End of file: a last line without a newline still counts, once it
     /// parses (a writer mid-line is left for the next read).
     pub fn finish(&mut self, r: &mut Rollout) {
