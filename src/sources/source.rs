@@ -36,6 +36,13 @@ pub trait Source: Sync {
     /// (`FileIndex::path`). A line that changed on disk is an error.
     fn load_body(&self, path: &Path, meta: &RecordMeta) -> Result<Body>;
 
+    /// The first `max` bytes of a record's line, raw (a preview of a record
+    /// too big to parse). Sources whose index offsets are not plain byte
+    /// offsets into `path` (compressed or multi-file) override it.
+    fn load_line_head(&self, path: &Path, meta: &RecordMeta, max: usize) -> Result<Vec<u8>> {
+        crate::read::load_line_head(path, meta, max)
+    }
+
     /// Sessions of the work directory `cwd`, any order.
     fn sessions_here(&self, cwd: &Path) -> Vec<PathBuf>;
 
@@ -112,6 +119,7 @@ pub enum ReplayStyle {
 pub static SOURCES: &[&dyn Source] = &[
     &super::kimi_code::KimiCode,
     &super::pi::Pi,
+    &super::codex::Codex,
     &super::kimi_cli::KimiCli,
 ];
 

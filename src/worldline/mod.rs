@@ -24,7 +24,6 @@ pub use crate::sources::{
 
 use crate::error::{Error, Result};
 use crate::model::{Body, Marker, RecordMeta, Warning};
-use crate::read;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Agent {
@@ -241,7 +240,7 @@ impl Session {
             .records
             .get(r.record)
             .ok_or_else(|| Error::Other(format!("{}: no record {}", file.name, r.record)))?;
-        read::load_line_head(&file.path, meta, max)
+        self.tool.source().load_line_head(&file.path, meta, max)
     }
 
     /// The records of one world line, root first, each named by the world
