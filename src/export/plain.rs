@@ -172,12 +172,13 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
         if l.current { " (current)" } else { "" },
         file.records.len(),
     );
-    if l.branch.is_none() {
+    if l.branch.is_none() && l.leaf.is_none() {
         let _ = write!(row, " · {} checkpoints", file.checkpoints());
     }
     if let Some(fk) = &l.fork {
         let _ = write!(row, "  ⟲ {}", fork_label(f, i));
-        if let (ForkKind::Dmail, Some(msg)) = (fk.kind, &fk.message) {
+        // A D-Mail's body, or the prompt that started a branch.
+        if let (true, Some(msg)) = (fk.kind == ForkKind::Dmail || fk.kind.is_branch(), &fk.message) {
             let _ = write!(row, " \"{}\"", sanitize_line(msg, 70));
         }
     }

@@ -314,16 +314,23 @@ pub fn build(entries: &[Entry]) -> Tree {
     for &s in &sorted {
         records_of[s] = records(&paths[s], entries, &upto, &extras);
     }
+    let shared_of: Vec<usize> = (0..starts.len())
+        .map(|s| {
+            parent_start(s)
+                .filter(|&ps| rank[ps] < rank[s])
+                .map_or(0, |ps| {
+                    records_of[ps]
+                        .iter()
+                        .zip(&records_of[s])
+                        .take_while(|(a, b)| a == b)
+                        .count()
+                })
+        })
+        .collect();
     for &s in &sorted {
         let start = starts[s];
         let ps = parent_start(s).filter(|&ps| rank[ps] < rank[s]);
-        let shared = ps.map_or(0, |ps| {
-            records_of[ps]
-                .iter()
-                .zip(&records_of[s])
-                .take_while(|(a, b)| a == b)
-                .count()
-        });
+        let shared = shared_of[s];
         let seg = &segs[s];
         let summarize = ps.is_some() && entries[start].kind == Kind::Boundary;
         tree.lines.push(Line {
