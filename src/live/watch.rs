@@ -121,6 +121,8 @@ pub fn events_between(prev: Option<&Session>, next: &Session) -> Vec<Value> {
                 || ol.current != line.current
                 || ol.parent != line.parent
                 || ol.fork != line.fork
+                // Lines named by entry ids: their leaf and count move.
+                || (line.leaf.is_some() && (ol.leaf != line.leaf || recs.len() != old_recs.len()))
             {
                 out.push(world_line_event(&label, f, i));
             }

@@ -223,6 +223,9 @@ pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
             None => LineFork::Root,
         });
         let leaf = read.id_text(l.leaf);
+        // Named by its first own entry: a line keeps its name as it grows
+        // (its leaf moves), so a live follower sees the same line.
+        let start = read.id_text(l.start);
         let kind = if l.summarize {
             ForkKind::Summarize
         } else {
@@ -233,7 +236,7 @@ pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
             .and_then(|i| read.scan.entries[i].text())
             .map(|p| sanitize_line(p, 200));
         lines.push(LineInfo {
-            label: format!("@{}", leaf.get(..8).unwrap_or(&leaf)),
+            label: format!("@{}", start.get(..8).unwrap_or(&start)),
             branch: None,
             fork: l.parent.map(|p| StatedFork {
                 kind,
