@@ -86,6 +86,16 @@ impl Member {
     }
 }
 
+/// Does this file start with copied entries (written before the file's
+/// own first line: `--fork-session` keeps their timestamps)?
+fn is_copy(scan: &Scan) -> bool {
+    match (scan.entries.first(), scan.first_time) {
+        (Some(e), Some(t)) => e.copied || e.time < t,
+        (Some(e), None) => e.copied,
+        _ => false,
+    }
+}
+
 /// Links of the session `me` (already read as `scan`) among the files of
 /// its project folder.
 pub fn find(path: &Path, scan: &Scan) -> Found {
@@ -96,21 +106,26 @@ pub fn find(path: &Path, scan: &Scan) -> Found {
         return Found::default();
     };
     let me = Member::of(scan, path);
+    let copy = is_copy(scan);
     let mut family = vec![me];
     for p in super::home::sessions_in(folder) {
         if p == path {
             continue;
         }
-        let marked_me = head(&p).is_some_and(|h| {
-            h.entries.first().map(|e| e.id) == Some(root)
-                || h.forked_from.as_deref() == Some(family[0].id.as_str())
-        });
-        if marked_me {
+        let Some(h) = head(&p) else { continue };
+        // A copy of mine starts with one of my entries (after a
+        // compaction the copy starts at the boundary, not my root); my
+        // source, when I am a copy, started before me.
+        let related = h.entries.first().is_some_and(|e| family[0].ids.contains(&e.id))
+            || h.forked_from.as_deref() == Some(family[0].id.as_str())
+            || (copy && h.first_time.unwrap_or(f64::INFINITY) < family[0].first_time);
+        if related {
             if let Ok(s) = Scan::read(&p, "") {
                 family.push(Member::of(&s, &p));
             }
         }
     }
+    let _ = root;
     // A marked source may have lost its first entry to nothing; it is
     // named by id all the same.
     let source_of = |x: usize| -> Option<usize> {

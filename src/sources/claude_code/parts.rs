@@ -147,8 +147,16 @@ pub fn session_parts(path: &Path) -> Result<SessionParts> {
         have.push(agent_id);
         subs.push((call_line, a));
     }
-    // Agents the parent ran whose transcript is missing.
-    for e in &main.scan.entries {
+    let found = lineage::find(path, &main.scan);
+    // Agents the parent ran whose transcript is missing; a fork's copied
+    // entries name its source's agents, whose files stay there.
+    let copied = found
+        .forked_from
+        .as_ref()
+        .and_then(|l| l.after)
+        .and_then(|a| main.scan.entries.iter().position(|e| e.id == a))
+        .map_or(0, |i| i + 1);
+    for e in &main.scan.entries[copied..] {
         if let Some(agent) = e.extra().and_then(|x| x.agent.as_deref()) {
             if !have.iter().any(|h| h == agent) {
                 have.push(agent.to_string());
@@ -173,7 +181,6 @@ pub fn session_parts(path: &Path) -> Result<SessionParts> {
         )
     });
     agents.extend(subs.into_iter().map(|(_, a)| a));
-    let found = lineage::find(path, &main.scan);
     let link_to = |l: &Link| -> SessionLink {
         let at = l
             .after

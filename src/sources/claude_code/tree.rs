@@ -118,8 +118,11 @@ pub fn build(entries: &[Entry]) -> Tree {
             continue;
         }
         let p = if e.kind == Kind::Boundary && e.parent == 0 {
+            // Only an entry written before it: a `--fork-session` copy
+            // starts with the boundary and re-parents its tail below it.
             let (tail, logical) = e.boundary_links();
-            find(tail).or_else(|| find(logical))
+            let before = |x: Option<u32>| x.filter(|&x| (x as usize) < i);
+            before(find(tail)).or_else(|| before(find(logical)))
         } else if e.parent != 0 {
             let p = find(e.parent);
             if p.is_none() {
