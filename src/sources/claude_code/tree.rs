@@ -443,3 +443,135 @@ fn cut_cycles(entries: &[Entry], dup: &[bool], parent: &mut [u32], warnings: &mu
         walk.clear();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::scan::{uuid_text, Scan};
+    use super::*;
+
+    fn u(n: u32) -> String {
+        uuid_text(u128::from(n))
+    }
+
+    /// A line: `kind` is `p` (prompt), `a` (assistant of message `m`),
+    /// `r` (a tool result), `b` (compact boundary with tail `m`), `s`
+    /// (summary from here).
+    fn line(kind: char, id: u32, parent: Option<u32>, m: u32) -> String {
+        let parent = parent.map_or("null".to_string(), |p| format!("\"{}\"", u(p)));
+        match kind {
+            'p' => format!(r#"{{"type":"user","uuid":"{}","parentUuid":{parent},"message":{{"role":"user","content":"prompt {id}"}}}}"#, u(id)),
+            'a' => format!(r#"{{"type":"assistant","uuid":"{}","parentUuid":{parent},"message":{{"id":"msg_{m}","role":"assistant","content":[{{"type":"tool_use","id":"t{id}","name":"Bash","input":{{}}}}]}}}}"#, u(id)),
+            'r' => format!(r#"{{"type":"user","uuid":"{}","parentUuid":{parent},"message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{m}","content":"ok"}}]}}}}"#, u(id)),
+            'b' => format!(r#"{{"type":"system","subtype":"compact_boundary","uuid":"{}","parentUuid":null,"logicalParentUuid":"{}","compactMetadata":{{"preservedSegment":{{"tailUuid":"{}"}}}}}}"#, u(id), u(m), u(m)),
+            's' => format!(r#"{{"type":"user","uuid":"{}","parentUuid":{parent},"isCompactSummary":true,"summarizeMetadata":{{"direction":"from"}},"message":{{"role":"user","content":"summary"}}}}"#, u(id)),
+            _ => unreachable!(),
+        }
+    }
+
+    fn tree_of(lines: &[String]) -> (Scan, Tree) {
+        let scan = Scan::parse("t.jsonl", (lines.join("\n") + "\n").as_bytes());
+        let t = build(&scan.entries);
+        (scan, t)
+    }
+
+    fn ids(scan: &Scan, l: &Line) -> Vec<u32> {
+        l.records.iter().map(|r| scan.entries[r.entry].id as u32).collect()
+    }
+
+    #[test]
+    fn parallel_results_fold_into_the_line_that_goes_on() {
+        // One message with three calls (2→3→4); results 5 (of 2), 6 (of
+        // 4), then 7 (of 3), which the next reply hangs off.
+        let (scan, t) = tree_of(&[
+            line('p', 1, None, 0),
+            line('a', 2, Some(1), 9),
+            line('a', 3, Some(2), 9),
+            line('a', 4, Some(3), 9),
+            line('r', 5, Some(2), 2),
+            line('r', 6, Some(4), 4),
+            line('r', 7, Some(3), 3),
+            line('p', 8, Some(7), 0),
+        ]);
+        assert_eq!(t.lines.len(), 1, "{t:?}");
+        assert_eq!(ids(&scan, &t.lines[0]), [1, 2, 3, 5, 6, 7, 8]);
+        // The record of call 3 stands for call 4 too.
+        assert_eq!(t.lines[0].records[2].upto, 3);
+        assert_eq!(t.current, Some(0));
+        assert!(t.warnings.is_empty());
+    }
+
+    #[test]
+    fn rewinds_branch_and_the_last_entry_is_current() {
+        let (scan, t) = tree_of(&[
+            line('p', 1, None, 0),
+            line('p', 2, Some(1), 0),
+            line('p', 3, Some(2), 0),
+            line('p', 4, Some(1), 0), // rewound to after 1
+            line('p', 5, Some(2), 0), // rewound to after 2 (line 1's)
+        ]);
+        assert_eq!(t.lines.len(), 3);
+        assert_eq!(ids(&scan, &t.lines[1]), [1, 4]);
+        assert_eq!(t.lines[1].parent, Some(0));
+        assert_eq!(t.lines[1].shared, 1);
+        assert_eq!(ids(&scan, &t.lines[2]), [1, 2, 5]);
+        assert_eq!(t.lines[2].after, Some(1));
+        assert_eq!(t.current, Some(2));
+    }
+
+    #[test]
+    fn compactions_are_marks_but_summarize_from_here_is_a_branch() {
+        let (scan, t) = tree_of(&[
+            line('p', 1, None, 0),
+            line('p', 2, Some(1), 0),
+            line('b', 3, None, 2), // /compact after 2
+            line('p', 4, Some(3), 0),
+            line('b', 5, None, 3), // "summarize from here" back to 3
+            line('s', 6, Some(5), 0),
+            line('p', 7, Some(6), 0),
+        ]);
+        assert_eq!(t.lines.len(), 2, "{t:?}");
+        assert_eq!(ids(&scan, &t.lines[0]), [1, 2, 3, 4]);
+        assert!(t.lines[1].summarize);
+        assert_eq!(ids(&scan, &t.lines[1]), [1, 2, 3, 5, 6, 7]);
+        assert_eq!(t.compactions, [(0, 2)]);
+        assert_eq!(t.current, Some(1));
+    }
+
+    #[test]
+    fn bad_links_warn_and_lose_no_line() {
+        let mut lines = vec![
+            line('p', 1, None, 0),
+            line('p', 2, Some(1), 0),
+            line('p', 2, Some(1), 0), // duplicate uuid
+            line('p', 3, Some(99), 0), // parent nowhere
+            line('p', 4, Some(5), 0), // 4 ↔ 5: a cycle
+            line('p', 5, Some(4), 0),
+        ];
+        lines.push("{not json".into());
+        let (scan, t) = tree_of(&lines);
+        assert_eq!(scan.warnings.len(), 1);
+        assert_eq!(scan.warnings[0].line, 7);
+        let msgs: Vec<&str> = t.warnings.iter().map(|(_, m)| m.as_str()).collect();
+        assert_eq!(t.warnings.len(), 3, "{msgs:?}");
+        assert_eq!(t.lines.len(), 3, "{t:?}");
+        let leaves: Vec<u32> = t.lines.iter().map(|l| scan.entries[l.leaf].id as u32).collect();
+        // The cycle is cut where the walk closed it: 5 becomes a root.
+        assert_eq!(leaves, [2, 3, 4]);
+    }
+
+    #[test]
+    fn a_copy_starting_at_its_boundary_is_one_line() {
+        // `--fork-session` after `/compact`: the boundary's tail (3) comes
+        // after it, re-parented below the summary.
+        let (scan, t) = tree_of(&[
+            line('b', 1, None, 3),
+            line('s', 2, Some(1), 0),
+            line('p', 3, Some(2), 0),
+            line('p', 4, Some(3), 0),
+        ]);
+        assert!(t.warnings.is_empty(), "{:?}", t.warnings);
+        assert_eq!(t.lines.len(), 1);
+        assert_eq!(ids(&scan, &t.lines[0]), [1, 2, 3, 4]);
+        assert_eq!(t.compactions, [(0, 0)]);
+    }
+}
