@@ -242,3 +242,45 @@ fn text_tree_names_each_world_line_with_its_reason() {
     assert!(out.contains("rewind"), "{out}");
     assert!(out.contains("T4 branch from after T1"), "{out}");
 }
+
+#[test]
+fn every_record_body_loads_and_reads_as_a_message() {
+    use worldline::model::{Part, Role};
+    use worldline::worldline::{RecordRef, Session};
+    let mut calls = 0;
+    let mut thinking_or_text = 0;
+    for case in fixtures() {
+        let projects = case.join("home/.claude/projects");
+        for project in std::fs::read_dir(&projects).unwrap() {
+            for f in std::fs::read_dir(project.unwrap().path()).unwrap() {
+                let path = f.unwrap().path();
+                if path.extension().is_none_or(|e| e != "jsonl") {
+                    continue;
+                }
+                let s = Session::load(&path).unwrap();
+                for (agent, a) in s.agents.iter().enumerate() {
+                    for (line, file) in a.family.files.iter().enumerate() {
+                        for record in 0..file.records.len() {
+                            let r = RecordRef { agent, line, record };
+                            let b = s.body(r).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                            let meta = s.record(r).unwrap();
+                            assert_eq!(&b.role, meta.role(), "{}", path.display());
+                            // The index's calls are the body's calls.
+                            assert_eq!(b.tool_calls.len(), meta.tool_calls().len());
+                            calls += b.tool_calls.len();
+                            if b.role == Role::Assistant
+                                && b.parts.iter().any(|p| matches!(p, Part::Text(_) | Part::Think(_)))
+                            {
+                                thinking_or_text += 1;
+                            }
+                            if b.role == Role::Tool {
+                                assert!(b.tool_call_id.is_some());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(calls > 20 && thinking_or_text > 20, "{calls} {thinking_or_text}");
+}
