@@ -6,6 +6,7 @@
 //! lines here are root-to-leaf paths of one append-only file's
 //! `uuid`/`parentUuid` tree: a rewind just points the next entry back.
 
+pub mod cache;
 pub mod home;
 pub mod lineage;
 pub mod parts;

@@ -6,6 +6,7 @@
 //! and `--fork-session` files.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -23,13 +24,14 @@ use crate::text::sanitize_line;
 
 /// A file read and its tree.
 pub struct Read {
-    pub scan: Scan,
+    pub scan: Arc<Scan>,
     pub tree: Tree,
 }
 
 impl Read {
+    /// Reads a file (on from where it was left, when read before).
     pub fn of(path: &Path, name: &str) -> Result<Read> {
-        let scan = Scan::read(path, name)?;
+        let scan = super::cache::scan(path, name)?;
         let tree = tree::build(&scan.entries);
         Ok(Read { scan, tree })
     }

@@ -138,6 +138,11 @@ pub struct Scan {
     pending: Vec<u8>,
     /// Bytes so far of a line past [`LINE_CAP`], read past, not kept.
     oversize: Option<u64>,
+    /// `finish` took a last line that had no newline yet.
+    open_end: bool,
+    /// More bytes fed after `finish` went on where it left off (false:
+    /// the line `finish` took went on; read the file again).
+    pub resumable: bool,
 }
 
 /// A line longer than this is skipped with a warning: one entry holds a
@@ -151,6 +156,7 @@ impl Scan {
         Scan {
             name: name.into(),
             path: path.into(),
+            resumable: true,
             ..Scan::default()
         }
     }
@@ -189,7 +195,17 @@ impl Scan {
     }
 
     /// Feeds the next bytes; a line without its end waits for it.
-    pub fn feed(&mut self, chunk: &[u8]) {
+    pub fn feed(&mut self, mut chunk: &[u8]) {
+        if std::mem::take(&mut self.open_end) && !chunk.is_empty() {
+            // The newline of the line `finish` took, arriving late.
+            match chunk.strip_prefix(b"\n") {
+                Some(rest) => {
+                    self.bytes += 1;
+                    chunk = rest;
+                }
+                None => self.resumable = false,
+            }
+        }
         let mut start = 0;
         for nl in memchr::memchr_iter(b'\n', chunk) {
             let piece = &chunk[start..nl];
@@ -226,6 +242,7 @@ impl Scan {
             let line = std::mem::take(&mut self.pending);
             if serde_json::from_slice::<IgnoredAny>(&line).is_ok() {
                 self.add_line(&line, 0);
+                self.open_end = true;
             } else {
                 // Kept for a later feed: the writer may finish it.
                 self.pending = line;
@@ -236,6 +253,16 @@ impl Scan {
     /// Bytes of a half-written last line.
     pub fn pending_len(&self) -> usize {
         self.pending.len()
+    }
+
+    /// Where reading goes on: past every byte fed (`None` while a line
+    /// too long to keep is being read past).
+    pub fn resume_at(&self) -> Option<u64> {
+        match self.oversize {
+            Some(_) => None,
+            None if !self.resumable => None,
+            None => Some(self.bytes + self.pending.len() as u64),
+        }
     }
 
     fn skip_line(&mut self, bytes: u64) {
