@@ -120,7 +120,8 @@ pub fn find(path: &Path, scan: &Scan) -> Found {
             || h.forked_from.as_deref() == Some(family[0].id.as_str())
             || (copy && h.first_time.unwrap_or(f64::INFINITY) < family[0].first_time);
         if related {
-            if let Ok(s) = Scan::read(&p, "") {
+            // Through the cache: a follower reads the family each time.
+            if let Ok(s) = super::cache::scan(&p, &format!("{}.jsonl", stem(&p))) {
                 family.push(Member::of(&s, &p));
             }
         }
