@@ -22,9 +22,10 @@ pub use home::Home;
 use crate::error::Result;
 use crate::sources::{Reading, SessionParts, SessionSummary, Source, Tool};
 
-/// Does `path` look like a Claude Code session by its content: its first
-/// line with a `sessionId` names the file, or an entry carries Claude
-/// Code's `parentUuid`.
+/// Does `path` look like a Claude Code session by its content: a line
+/// names its `sessionId` and one has Claude Code's `parentUuid` or one of
+/// its bookkeeping types. An empty file counts inside a project folder (a
+/// session not written yet).
 fn looks_like_session(path: &Path) -> bool {
     use std::io::Read;
     let Ok(g) = crate::read::guard::open_regular(path) else {
@@ -37,11 +38,15 @@ fn looks_like_session(path: &Path) -> bool {
     };
     let head = &buf[..n];
     if n == 0 {
-        // An empty file in a project folder: a session not written yet.
-        return true;
+        return home::is_session_name(path);
     }
-    memchr::memmem::find(head, b"\"sessionId\"").is_some()
-        || memchr::memmem::find(head, b"\"parentUuid\"").is_some()
+    let has = |p: &[u8]| memchr::memmem::find(head, p).is_some();
+    has(b"\"sessionId\"")
+        && (has(b"\"parentUuid\"")
+            || has(b"\"type\":\"queue-operation\"")
+            || has(b"\"type\":\"last-prompt\"")
+            || has(b"\"type\":\"custom-title\"")
+            || has(b"\"type\":\"file-history-snapshot\""))
 }
 
 /// A session's row for `list` and the picker.
@@ -96,14 +101,17 @@ impl Source for ClaudeCode {
     }
 
     fn recognise(&self, path: &Path) -> bool {
-        home::is_session_name(path) && path.is_file() && looks_like_session(path)
+        // By content, wherever it is: a replayed copy lives outside
+        // `projects/`.
+        path.extension().is_some_and(|e| e == "jsonl") && path.is_file() && looks_like_session(path)
     }
 
     fn session_of(&self, path: &Path) -> Option<PathBuf> {
-        if self.recognise(path) {
-            return Some(path.to_path_buf());
+        // A subagent's transcript opens its session.
+        if let Some(s) = home::session_of_subagent(path).filter(|s| self.recognise(s)) {
+            return Some(s);
         }
-        home::session_of_subagent(path).filter(|s| self.recognise(s))
+        self.recognise(path).then(|| path.to_path_buf())
     }
 
     fn parts(&self, path: &Path, _reading: Reading) -> Result<SessionParts> {
@@ -143,6 +151,21 @@ impl Source for ClaudeCode {
         out.push(home::side_dir(path));
         out.push(home::subagents_dir(path));
         out
+    }
+
+    /// Transcripts only grow; subagent metas and the custom title are
+    /// copied first.
+    fn replay_style(&self, path: &Path) -> crate::sources::ReplayStyle {
+        let mut side_files: Vec<PathBuf> = home::subagent_files(path)
+            .into_iter()
+            .map(|(id, _)| home::subagent_meta(path, &id))
+            .filter(|p| p.is_file())
+            .collect();
+        let title = home::side_dir(path).join("custom-title.json");
+        if title.is_file() {
+            side_files.push(title);
+        }
+        crate::sources::ReplayStyle::Appends { side_files }
     }
 
     fn home_hint(&self) -> String {

@@ -188,12 +188,23 @@ pub fn build(entries: &[Entry]) -> Tree {
             }
         }
     }
+    // While the results come in, the calls written after the one answered
+    // last are leaves too: fold them the same way.
     let mut folded = vec![false; n];
     for (i, e) in entries.iter().enumerate() {
-        if !dup[i] && e.kind == Kind::Result && kids(i).is_empty() {
-            let m = msg_of_parent(i);
-            folded[i] = m != 0 && last_result.get(&m) != Some(&i);
+        if dup[i] || !kids(i).is_empty() {
+            continue;
         }
+        folded[i] = match e.kind {
+            Kind::Result => {
+                let m = msg_of_parent(i);
+                m != 0 && last_result.get(&m) != Some(&i)
+            }
+            Kind::Assistant => {
+                e.msg != 0 && !e.calls().is_empty() && last_result.contains_key(&e.msg)
+            }
+            _ => false,
+        };
     }
     // Entries on some world line.
     let mut live = vec![false; n];
@@ -265,6 +276,7 @@ pub fn build(entries: &[Entry]) -> Tree {
         }
         let mut chain = Vec::new();
         let mut x = parent[i];
+        // (The leaf itself goes last: absorbed when it is a call.)
         while x != NONE && !live[x as usize] {
             chain.push(x as usize);
             x = parent[x as usize];
@@ -283,6 +295,7 @@ pub fn build(entries: &[Entry]) -> Tree {
                 && entries[c].msg == entries[at].msg
                 && c > at
         };
+        chain.push(i);
         for c in chain {
             if absorbs(c) {
                 if upto[at] == NONE || (upto[at] as usize) < c {
@@ -292,7 +305,6 @@ pub fn build(entries: &[Entry]) -> Tree {
                 extras.entry(at).or_default().push(c);
             }
         }
-        extras.entry(at).or_default().push(i);
     }
     for v in extras.values_mut() {
         v.sort_unstable();
@@ -498,6 +510,24 @@ mod tests {
         assert_eq!(t.lines[0].records[2].upto, 3);
         assert_eq!(t.current, Some(0));
         assert!(t.warnings.is_empty());
+    }
+
+    #[test]
+    fn parallel_calls_make_no_branch_while_their_results_come_in() {
+        let all = [
+            line('p', 1, None, 0),
+            line('a', 2, Some(1), 9),
+            line('a', 3, Some(2), 9),
+            line('a', 4, Some(3), 9),
+            line('r', 5, Some(2), 2),
+            line('r', 6, Some(4), 4),
+            line('r', 7, Some(3), 3),
+        ];
+        for n in 1..=all.len() {
+            let (_, t) = tree_of(&all[..n]);
+            assert_eq!(t.lines.len(), 1, "after {n} lines: {t:?}");
+            assert_eq!(t.lines[0].records.iter().map(|r| r.upto - r.entry + 1).sum::<usize>(), n);
+        }
     }
 
     #[test]
