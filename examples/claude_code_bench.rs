@@ -113,7 +113,7 @@ impl<W: Write> Gen<W> {
 
 /// Turns between rewinds: each world line is a whole record list (the
 /// seam's shape), so branches multiply memory; a few, as real sessions have.
-const REWIND_EVERY: u64 = 20_000;
+const REWIND_EVERY: u64 = 20_001;
 
 /// A session of at least `entries` entries at `path`; returns (entries,
 /// last uuid number).

@@ -105,28 +105,44 @@ pub fn find(path: &Path, scan: &Scan) -> Found {
     let Some(folder) = path.parent() else {
         return Found::default();
     };
-    let me = Member::of(scan, path);
     let copy = is_copy(scan);
-    let mut family = vec![me];
+    let my_id = stem(path);
+    let my_start = scan.first_time.unwrap_or(f64::INFINITY);
+    // A copy of mine starts with my root, or (made after a compaction)
+    // with one of my compact boundaries: no need to index all my entries
+    // to find it.
+    let starts: Vec<Id> = std::iter::once(root)
+        .chain(
+            scan.entries
+                .iter()
+                .filter(|e| e.kind == super::scan::Kind::Boundary)
+                .map(|e| e.id),
+        )
+        .collect();
+    let mut related = Vec::new();
     for p in super::home::sessions_in(folder) {
         if p == path {
             continue;
         }
         let Some(h) = head(&p) else { continue };
-        // A copy of mine starts with one of my entries (after a
-        // compaction the copy starts at the boundary, not my root); my
-        // source, when I am a copy, started before me.
-        let related = h.entries.first().is_some_and(|e| family[0].ids.contains(&e.id))
-            || h.forked_from.as_deref() == Some(family[0].id.as_str())
-            || (copy && h.first_time.unwrap_or(f64::INFINITY) < family[0].first_time);
-        if related {
-            // Through the cache: a follower reads the family each time.
-            if let Ok(s) = super::cache::scan(&p, &format!("{}.jsonl", stem(&p))) {
-                family.push(Member::of(&s, &p));
-            }
+        // My source, when I am a copy, started before me.
+        let yes = h.entries.first().is_some_and(|e| starts.contains(&e.id))
+            || h.forked_from.as_deref() == Some(my_id.as_str())
+            || (copy && h.first_time.unwrap_or(f64::INFINITY) < my_start);
+        if yes {
+            related.push(p);
         }
     }
-    let _ = root;
+    if related.is_empty() && scan.forked_from.is_none() {
+        return Found::default();
+    }
+    let mut family = vec![Member::of(scan, path)];
+    for p in related {
+        // Through the cache: a follower reads the family each time.
+        if let Ok(s) = super::cache::scan(&p, &format!("{}.jsonl", stem(&p))) {
+            family.push(Member::of(&s, &p));
+        }
+    }
     // A marked source may have lost its first entry to nothing; it is
     // named by id all the same.
     let source_of = |x: usize| -> Option<usize> {
