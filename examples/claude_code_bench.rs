@@ -29,7 +29,14 @@ fn env_usize(key: &str, default: usize) -> usize {
 
 fn uuid(n: u64) -> String {
     let h = format!("{:032x}", u128::from(n) * 0x9E37_79B9_7F4A_7C15 + 1);
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 struct Gen<W: Write> {
@@ -50,7 +57,13 @@ impl<W: Write> Gen<W> {
 
     fn ts(&self) -> String {
         let s = self.next / 4;
-        format!("2026-12-04T{:02}:{:02}:{:02}.{:03}Z", (s / 3600) % 24, (s / 60) % 60, s % 60, self.next % 1000)
+        format!(
+            "2026-12-04T{:02}:{:02}:{:02}.{:03}Z",
+            (s / 3600) % 24,
+            (s / 60) % 60,
+            s % 60,
+            self.next % 1000
+        )
     }
 
     /// Writes one entry hanging off `parent`; returns its uuid number.
@@ -71,7 +84,13 @@ impl<W: Write> Gen<W> {
     }
 
     fn bookkeeping(&mut self, ty: &str) {
-        writeln!(self.out, r#"{{"type":"{ty}","operation":"enqueue","timestamp":"{}","sessionId":"{}"}}"#, self.ts(), self.sid).unwrap();
+        writeln!(
+            self.out,
+            r#"{{"type":"{ty}","operation":"enqueue","timestamp":"{}","sessionId":"{}"}}"#,
+            self.ts(),
+            self.sid
+        )
+        .unwrap();
     }
 
     /// One turn after `parent`; returns the turn's last entry.
@@ -105,7 +124,10 @@ impl<W: Write> Gen<W> {
             at = last;
         }
         at = self.entry(Some(at), &format!(r#""type":"assistant","message":{{"id":"msg_{t:08}99","type":"message","role":"assistant","model":"claude-opus-5-5","content":[{{"type":"text","text":"Done with turn {t}."}}],"stop_reason":"end_turn","usage":{{"input_tokens":2689,"output_tokens":20}}}}"#));
-        at = self.entry(Some(at), r#""type":"system","subtype":"turn_duration","durationMs":1234,"isMeta":false"#);
+        at = self.entry(
+            Some(at),
+            r#""type":"system","subtype":"turn_duration","durationMs":1234,"isMeta":false"#,
+        );
         self.bookkeeping("last-prompt");
         at
     }
@@ -163,7 +185,12 @@ fn open(path: &Path) -> (Duration, Session, usize) {
 }
 
 fn records(s: &Session) -> usize {
-    s.main().files.iter().map(|f| f.records.len()).max().unwrap_or(0)
+    s.main()
+        .files
+        .iter()
+        .map(|f| f.records.len())
+        .max()
+        .unwrap_or(0)
 }
 
 /// Appends `n` entries one at a time, each continuing the last; returns
@@ -171,12 +198,20 @@ fn records(s: &Session) -> usize {
 fn appends(path: &Path, mut last: u64, n: usize) -> Vec<Duration> {
     let (rx, _h) = live::spawn(path.to_path_buf(), LiveOptions::default()).unwrap();
     let first = loop {
-        match rx.recv_timeout(Duration::from_secs(300)).expect("initial snapshot") {
+        match rx
+            .recv_timeout(Duration::from_secs(300))
+            .expect("initial snapshot")
+        {
             LiveEvent::Snapshot(s) => break s,
             _ => continue,
         }
     };
-    let mut want = first.main().files.iter().map(|f| f.records.len()).sum::<usize>();
+    let mut want = first
+        .main()
+        .files
+        .iter()
+        .map(|f| f.records.len())
+        .sum::<usize>();
     let mut f = OpenOptions::new().append(true).open(path).unwrap();
     let sid = path.file_stem().unwrap().to_string_lossy().into_owned();
     let mut out = Vec::with_capacity(n);
@@ -191,8 +226,20 @@ fn appends(path: &Path, mut last: u64, n: usize) -> Vec<Duration> {
         f.write_all(line.as_bytes()).unwrap();
         want += 1;
         loop {
-            match rx.recv_timeout(Duration::from_secs(300)).expect("snapshot after append") {
-                LiveEvent::Snapshot(s) if s.main().files.iter().map(|f| f.records.len()).sum::<usize>() >= want => break,
+            match rx
+                .recv_timeout(Duration::from_secs(300))
+                .expect("snapshot after append")
+            {
+                LiveEvent::Snapshot(s)
+                    if s.main()
+                        .files
+                        .iter()
+                        .map(|f| f.records.len())
+                        .sum::<usize>()
+                        >= want =>
+                {
+                    break
+                }
                 _ => {}
             }
         }
@@ -206,6 +253,41 @@ fn pct(v: &mut [Duration], p: f64) -> f64 {
     v.sort();
     let i = ((v.len() as f64 - 1.0) * p).round() as usize;
     v[i].as_secs_f64() * 1000.0
+}
+
+/// Open time vs jq, and resident memory once open.
+fn open_figures(big: &Path, entries: u64) {
+    let before = rss_kb("VmRSS:");
+    let (took, s, json) = open(big);
+    let after = rss_kb("VmRSS:");
+    println!(
+        "open (parts + build + JSON, {} world lines, longest {} records, {json} B of JSON): {:.2} s",
+        s.main().lines.len(),
+        records(&s),
+        took.as_secs_f64()
+    );
+    let t = Instant::now();
+    let jq = std::process::Command::new("jq")
+        .args(["-c", ".type"])
+        .arg(big)
+        .stdout(std::process::Stdio::null())
+        .status();
+    match jq {
+        Ok(st) if st.success() => {
+            let j = t.elapsed().as_secs_f64();
+            println!(
+                "jq -c .type: {j:.2} s  → worldline/jq = {:.2}",
+                took.as_secs_f64() / j
+            );
+        }
+        _ => println!("jq -c .type: jq not found or failed"),
+    }
+    println!(
+        "memory: {:.0} MB resident after open ({:.0} B per entry; the session plus the parsed file kept for live re-reads)",
+        (after.saturating_sub(before)) as f64 / 1024.0,
+        (after.saturating_sub(before)) as f64 * 1024.0 / entries as f64
+    );
+    drop(s);
 }
 
 fn main() {
@@ -227,49 +309,12 @@ fn main() {
     );
     let (small_entries, last_small) = generate(&small, 3000, 1 << 40);
 
-    let before = rss_kb("VmRSS:");
-    let (took, s, json) = open(&big);
-    let after = rss_kb("VmRSS:");
-    println!(
-        "open (parts + build + JSON, {} world lines, longest {} records, {json} B of JSON): {:.2} s",
-        s.main().lines.len(),
-        records(&s),
-        took.as_secs_f64()
-    );
-    let t = Instant::now();
-    let jq = std::process::Command::new("jq")
-        .args(["-c", ".type"])
-        .arg(&big)
-        .stdout(std::process::Stdio::null())
-        .status();
-    match jq {
-        Ok(st) if st.success() => {
-            let j = t.elapsed().as_secs_f64();
-            println!("jq -c .type: {j:.2} s  → worldline/jq = {:.2}", took.as_secs_f64() / j);
-        }
-        _ => println!("jq -c .type: jq not found or failed"),
-    }
-    println!(
-        "memory: {:.0} MB resident after open ({:.0} B per entry; the session plus the parsed file kept for live re-reads)",
-        (after.saturating_sub(before)) as f64 / 1024.0,
-        (after.saturating_sub(before)) as f64 * 1024.0 / entries as f64
-    );
-    drop(s);
-
-    for _ in 0..3 {
-        let t = Instant::now();
-        let parts = worldline::sources::parts(&small).unwrap();
-        let tp = t.elapsed();
-        let t = Instant::now();
-        let s = Session::build(parts);
-        println!(
-            "  {small_entries}-entry session read again: parts {:.1} ms, build {:.1} ms ({} world lines)",
-            tp.as_secs_f64() * 1000.0,
-            t.elapsed().as_secs_f64() * 1000.0,
-            s.main().lines.len()
-        );
+    let only_appends = std::env::var_os("WORLDLINE_CC_ONLY_APPENDS").is_some();
+    if !only_appends {
+        open_figures(&big, entries);
     }
     let mut small_lat = appends(&small, last_small, k * 3);
+
     let mut big_lat = appends(&big, last_big, k);
     println!(
         "append → snapshot, {small_entries} entries: median {:.1} ms, p99 {:.1} ms ({} appends)",
@@ -286,6 +331,8 @@ fn main() {
     println!(
         "ratio big/small (median): {:.1}x   load average: {}",
         pct(&mut big_lat, 0.5) / pct(&mut small_lat, 0.5).max(0.001),
-        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim()
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
     );
 }

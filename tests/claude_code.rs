@@ -94,7 +94,10 @@ fn every_fixture_matches_expected_json() {
                 .map(|l| &l["leaf"])
                 .collect();
             assert_eq!(current, [&want["current"]], "{ctx}: current");
-            assert_eq!(got["compactions"], want["compactions"], "{ctx}: compactions");
+            assert_eq!(
+                got["compactions"], want["compactions"],
+                "{ctx}: compactions"
+            );
             let subs: Vec<Value> = got["subagents"]
                 .as_array()
                 .unwrap()
@@ -124,7 +127,11 @@ fn every_fixture_matches_expected_json() {
                 assert_eq!(ff["session"], want_ff["session"], "{ctx}");
                 assert_eq!(ff["after"], want_ff["after"], "{ctx}");
             }
-            assert!(got["warnings"].as_array().unwrap().is_empty(), "{ctx}: {}", got["warnings"]);
+            assert!(
+                got["warnings"].as_array().unwrap().is_empty(),
+                "{ctx}: {}",
+                got["warnings"]
+            );
             // Lineage both ways: the source lists the fork at the same entry.
             if let Some(src) = want_ff["session"].as_str() {
                 let s = tree_json(&config, src);
@@ -148,7 +155,12 @@ fn home_for(case: &str, cwd: &Path) -> (tempfile::TempDir, PathBuf) {
         .join("fixtures/claude-code")
         .join(case)
         .join("home/.claude/projects");
-    let project = std::fs::read_dir(&src).unwrap().next().unwrap().unwrap().path();
+    let project = std::fs::read_dir(&src)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let key: String = cwd
         .to_string_lossy()
         .chars()
@@ -261,15 +273,23 @@ fn every_record_body_loads_and_reads_as_a_message() {
                 for (agent, a) in s.agents.iter().enumerate() {
                     for (line, file) in a.family.files.iter().enumerate() {
                         for record in 0..file.records.len() {
-                            let r = RecordRef { agent, line, record };
-                            let b = s.body(r).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                            let r = RecordRef {
+                                agent,
+                                line,
+                                record,
+                            };
+                            let b = s
+                                .body(r)
+                                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
                             let meta = s.record(r).unwrap();
                             assert_eq!(&b.role, meta.role(), "{}", path.display());
                             // The index's calls are the body's calls.
                             assert_eq!(b.tool_calls.len(), meta.tool_calls().len());
                             calls += b.tool_calls.len();
                             if b.role == Role::Assistant
-                                && b.parts.iter().any(|p| matches!(p, Part::Text(_) | Part::Think(_)))
+                                && b.parts
+                                    .iter()
+                                    .any(|p| matches!(p, Part::Text(_) | Part::Think(_)))
                             {
                                 thinking_or_text += 1;
                             }
@@ -282,5 +302,8 @@ fn every_record_body_loads_and_reads_as_a_message() {
             }
         }
     }
-    assert!(calls > 20 && thinking_or_text > 20, "{calls} {thinking_or_text}");
+    assert!(
+        calls > 20 && thinking_or_text > 20,
+        "{calls} {thinking_or_text}"
+    );
 }

@@ -165,7 +165,12 @@ fn follow_case(case: &Path) {
     };
     let _ = child.kill();
     let _ = child.wait();
-    assert_eq!(got, want_state, "{}: watch's last word vs tree", case.display());
+    assert_eq!(
+        got,
+        want_state,
+        "{}: watch's last word vs tree",
+        case.display()
+    );
     assert!(
         events.iter().all(|e| e["event"] != "warning"),
         "{}: {events:#?}",

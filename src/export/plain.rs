@@ -181,7 +181,10 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
     if let Some(fk) = &l.fork {
         let _ = write!(row, "  ⟲ {}", fork_label(f, i));
         // A D-Mail's body, or the prompt that started a branch.
-        if let (true, Some(msg)) = (fk.kind == ForkKind::Dmail || fk.kind.is_branch(), &fk.message) {
+        if let (true, Some(msg)) = (
+            fk.kind == ForkKind::Dmail || fk.kind.is_branch(),
+            &fk.message,
+        ) {
             let _ = write!(row, " \"{}\"", sanitize_line(msg, 70));
         }
     }

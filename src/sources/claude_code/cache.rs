@@ -89,7 +89,8 @@ pub fn scan(path: &Path, name: &str) -> Result<Arc<Scan>> {
         Some(at) => {
             let n = (at as usize).min(CHECK);
             let mut t = vec![0u8; n];
-            let ok = file.seek(SeekFrom::Start(at - n as u64)).is_ok() && file.read_exact(&mut t).is_ok();
+            let ok = file.seek(SeekFrom::Start(at - n as u64)).is_ok()
+                && file.read_exact(&mut t).is_ok();
             ok.then_some(t)
         }
         None => None,

@@ -107,7 +107,10 @@ pub fn subagent_files(session: &Path) -> Vec<(String, PathBuf)> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let id = name.strip_prefix("agent-")?.strip_suffix(".jsonl")?.to_string();
+            let id = name
+                .strip_prefix("agent-")?
+                .strip_suffix(".jsonl")?
+                .to_string();
             Some((id, e.path()))
         })
         .collect();
@@ -142,14 +145,20 @@ mod tests {
 
     #[test]
     fn keys_replace_every_other_character() {
-        assert_eq!(project_key("/home/user/cc_fork_at"), "-home-user-cc-fork-at");
+        assert_eq!(
+            project_key("/home/user/cc_fork_at"),
+            "-home-user-cc-fork-at"
+        );
         assert_eq!(project_key("/a/b.c d/é"), "-a-b-c-d--");
     }
 
     #[test]
     fn subagent_paths() {
         let p = Path::new("/c/projects/-x/S/subagents/agent-a1.jsonl");
-        assert_eq!(session_of_subagent(p), Some(PathBuf::from("/c/projects/-x/S.jsonl")));
+        assert_eq!(
+            session_of_subagent(p),
+            Some(PathBuf::from("/c/projects/-x/S.jsonl"))
+        );
         assert!(is_session_name(Path::new("/c/projects/-x/S.jsonl")));
         assert!(!is_session_name(p));
     }

@@ -77,12 +77,19 @@ impl Member {
     }
 
     fn shared_with(&self, other: &Member) -> usize {
-        self.order.iter().filter(|id| other.ids.contains(id)).count()
+        self.order
+            .iter()
+            .filter(|id| other.ids.contains(id))
+            .count()
     }
 
     /// My last entry `other` holds too.
     fn last_shared(&self, other: &Member) -> Option<Id> {
-        self.order.iter().rev().find(|id| other.ids.contains(id)).copied()
+        self.order
+            .iter()
+            .rev()
+            .find(|id| other.ids.contains(id))
+            .copied()
     }
 }
 

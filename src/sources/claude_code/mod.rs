@@ -118,7 +118,11 @@ impl Source for ClaudeCode {
         parts::session_parts(path)
     }
 
-    fn load_body(&self, path: &Path, meta: &crate::model::RecordMeta) -> Result<crate::model::Body> {
+    fn load_body(
+        &self,
+        path: &Path,
+        meta: &crate::model::RecordMeta,
+    ) -> Result<crate::model::Body> {
         records::load_body(path, meta)
     }
 

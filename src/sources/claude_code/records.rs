@@ -58,9 +58,7 @@ pub fn record_meta(entries: &[Entry], rec: Rec) -> RecordMeta {
         tool_call_id: extra.and_then(|x| x.result_of.clone()),
         marker: match e.kind {
             Kind::Boundary => Some(Marker::Compaction),
-            Kind::Result => extra
-                .and_then(|x| x.agent.clone())
-                .map(Marker::AgentResult),
+            Kind::Result => extra.and_then(|x| x.agent.clone()).map(Marker::AgentResult),
             _ => None,
         },
     };

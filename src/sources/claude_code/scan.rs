@@ -270,7 +270,10 @@ impl Scan {
         self.lines += 1;
         self.warn(
             self.lines,
-            format!("skipped a line of {bytes} bytes (longer than {} MiB)", LINE_CAP >> 20),
+            format!(
+                "skipped a line of {bytes} bytes (longer than {} MiB)",
+                LINE_CAP >> 20
+            ),
         );
     }
 
@@ -384,11 +387,8 @@ impl Scan {
                     extra.agent = l.tool_use_result.and_then(|t| t.0);
                     Kind::Result
                 } else if l.is_compact_summary == Some(true) {
-                    extra.from_here = l
-                        .summarize
-                        .as_ref()
-                        .and_then(|s| s.direction.as_deref())
-                        == Some("from");
+                    extra.from_here =
+                        l.summarize.as_ref().and_then(|s| s.direction.as_deref()) == Some("from");
                     Kind::Summary
                 } else {
                     let text = content.and_then(Content::text).unwrap_or_default();
@@ -536,7 +536,9 @@ pub fn parse_time(s: &str) -> Option<f64> {
     let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
     let frac = match s.get(19..20) {
         Some(".") => {
-            let end = s[20..].find(|c: char| !c.is_ascii_digit()).map_or(s.len(), |e| e + 20);
+            let end = s[20..]
+                .find(|c: char| !c.is_ascii_digit())
+                .map_or(s.len(), |e| e + 20);
             format!("0.{}", &s[20..end]).parse::<f64>().ok()?
         }
         _ => 0.0,
@@ -749,11 +751,24 @@ impl<'de: 'a, 'a> Deserialize<'de> for MaybeBlock<'a> {
                 };
                 while let Some(k) = map.next_key::<Cow<'de, str>>()? {
                     match &*k {
-                        "type" => b.ty = map.next_value::<Option<Str<'a>>>()?.map(|s| s.0).unwrap_or_default(),
+                        "type" => {
+                            b.ty = map
+                                .next_value::<Option<Str<'a>>>()?
+                                .map(|s| s.0)
+                                .unwrap_or_default()
+                        }
                         "id" => b.id = map.next_value::<Option<String>>().ok().flatten(),
                         "name" => b.name = map.next_value::<Option<String>>().ok().flatten(),
-                        "tool_use_id" => b.tool_use_id = map.next_value::<Option<String>>().ok().flatten(),
-                        "text" => b.text = map.next_value::<Option<Str<'a>>>().ok().flatten().map(|s| s.0),
+                        "tool_use_id" => {
+                            b.tool_use_id = map.next_value::<Option<String>>().ok().flatten()
+                        }
+                        "text" => {
+                            b.text = map
+                                .next_value::<Option<Str<'a>>>()
+                                .ok()
+                                .flatten()
+                                .map(|s| s.0)
+                        }
                         _ => {
                             map.next_value::<IgnoredAny>()?;
                         }

@@ -251,10 +251,10 @@ pub fn build(entries: &[Entry]) -> Tree {
     };
     let mut waiting: Vec<Vec<usize>> = vec![Vec::new(); starts.len()];
     let mut heap = BinaryHeap::new();
-    for s in 0..starts.len() {
+    for (s, &start) in starts.iter().enumerate() {
         match parent_start(s) {
             Some(ps) if ps != s => waiting[ps].push(s),
-            _ => heap.push(std::cmp::Reverse((starts[s], s))),
+            _ => heap.push(std::cmp::Reverse((start, s))),
         }
     }
     let mut rank = vec![usize::MAX; starts.len()];
@@ -356,7 +356,10 @@ pub fn build(entries: &[Entry]) -> Tree {
             summarize,
             records: std::mem::take(&mut records_of[s]),
             shared,
-            prompt: seg.iter().copied().find(|&i| entries[i].kind == Kind::Prompt),
+            prompt: seg
+                .iter()
+                .copied()
+                .find(|&i| entries[i].kind == Kind::Prompt),
         });
     }
     // Marks: every compaction on a line, but a "summarize from here" that
@@ -423,7 +426,12 @@ fn records(
 
 /// Breaks every cycle of `parent` links (a file edited by hand) at the
 /// entry that closes it, which becomes a root.
-fn cut_cycles(entries: &[Entry], dup: &[bool], parent: &mut [u32], warnings: &mut Vec<(u32, String)>) {
+fn cut_cycles(
+    entries: &[Entry],
+    dup: &[bool],
+    parent: &mut [u32],
+    warnings: &mut Vec<(u32, String)>,
+) {
     // 0: not seen, 1: on the walk now, 2: done.
     let mut state = vec![0u8; parent.len()];
     let mut walk = Vec::new();
@@ -471,11 +479,28 @@ mod tests {
     fn line(kind: char, id: u32, parent: Option<u32>, m: u32) -> String {
         let parent = parent.map_or("null".to_string(), |p| format!("\"{}\"", u(p)));
         match kind {
-            'p' => format!(r#"{{"type":"user","uuid":"{}","parentUuid":{parent},"message":{{"role":"user","content":"prompt {id}"}}}}"#, u(id)),
-            'a' => format!(r#"{{"type":"assistant","uuid":"{}","parentUuid":{parent},"message":{{"id":"msg_{m}","role":"assistant","content":[{{"type":"tool_use","id":"t{id}","name":"Bash","input":{{}}}}]}}}}"#, u(id)),
-            'r' => format!(r#"{{"type":"user","uuid":"{}","parentUuid":{parent},"message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{m}","content":"ok"}}]}}}}"#, u(id)),
-            'b' => format!(r#"{{"type":"system","subtype":"compact_boundary","uuid":"{}","parentUuid":null,"logicalParentUuid":"{}","compactMetadata":{{"preservedSegment":{{"tailUuid":"{}"}}}}}}"#, u(id), u(m), u(m)),
-            's' => format!(r#"{{"type":"user","uuid":"{}","parentUuid":{parent},"isCompactSummary":true,"summarizeMetadata":{{"direction":"from"}},"message":{{"role":"user","content":"summary"}}}}"#, u(id)),
+            'p' => format!(
+                r#"{{"type":"user","uuid":"{}","parentUuid":{parent},"message":{{"role":"user","content":"prompt {id}"}}}}"#,
+                u(id)
+            ),
+            'a' => format!(
+                r#"{{"type":"assistant","uuid":"{}","parentUuid":{parent},"message":{{"id":"msg_{m}","role":"assistant","content":[{{"type":"tool_use","id":"t{id}","name":"Bash","input":{{}}}}]}}}}"#,
+                u(id)
+            ),
+            'r' => format!(
+                r#"{{"type":"user","uuid":"{}","parentUuid":{parent},"message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{m}","content":"ok"}}]}}}}"#,
+                u(id)
+            ),
+            'b' => format!(
+                r#"{{"type":"system","subtype":"compact_boundary","uuid":"{}","parentUuid":null,"logicalParentUuid":"{}","compactMetadata":{{"preservedSegment":{{"tailUuid":"{}"}}}}}}"#,
+                u(id),
+                u(m),
+                u(m)
+            ),
+            's' => format!(
+                r#"{{"type":"user","uuid":"{}","parentUuid":{parent},"isCompactSummary":true,"summarizeMetadata":{{"direction":"from"}},"message":{{"role":"user","content":"summary"}}}}"#,
+                u(id)
+            ),
             _ => unreachable!(),
         }
     }
@@ -487,7 +512,10 @@ mod tests {
     }
 
     fn ids(scan: &Scan, l: &Line) -> Vec<u32> {
-        l.records.iter().map(|r| scan.entries[r.entry].id as u32).collect()
+        l.records
+            .iter()
+            .map(|r| scan.entries[r.entry].id as u32)
+            .collect()
     }
 
     #[test]
@@ -526,7 +554,14 @@ mod tests {
         for n in 1..=all.len() {
             let (_, t) = tree_of(&all[..n]);
             assert_eq!(t.lines.len(), 1, "after {n} lines: {t:?}");
-            assert_eq!(t.lines[0].records.iter().map(|r| r.upto - r.entry + 1).sum::<usize>(), n);
+            assert_eq!(
+                t.lines[0]
+                    .records
+                    .iter()
+                    .map(|r| r.upto - r.entry + 1)
+                    .sum::<usize>(),
+                n
+            );
         }
     }
 
@@ -572,9 +607,9 @@ mod tests {
         let mut lines = vec![
             line('p', 1, None, 0),
             line('p', 2, Some(1), 0),
-            line('p', 2, Some(1), 0), // duplicate uuid
+            line('p', 2, Some(1), 0),  // duplicate uuid
             line('p', 3, Some(99), 0), // parent nowhere
-            line('p', 4, Some(5), 0), // 4 ↔ 5: a cycle
+            line('p', 4, Some(5), 0),  // 4 ↔ 5: a cycle
             line('p', 5, Some(4), 0),
         ];
         lines.push("{not json".into());
@@ -584,7 +619,11 @@ mod tests {
         let msgs: Vec<&str> = t.warnings.iter().map(|(_, m)| m.as_str()).collect();
         assert_eq!(t.warnings.len(), 3, "{msgs:?}");
         assert_eq!(t.lines.len(), 3, "{t:?}");
-        let leaves: Vec<u32> = t.lines.iter().map(|l| scan.entries[l.leaf].id as u32).collect();
+        let leaves: Vec<u32> = t
+            .lines
+            .iter()
+            .map(|l| scan.entries[l.leaf].id as u32)
+            .collect();
         // The cycle is cut where the walk closed it: 5 becomes a root.
         assert_eq!(leaves, [2, 3, 4]);
     }
