@@ -171,9 +171,13 @@ fn follow_case(case: &Path) {
         "{}: watch's last word vs tree",
         case.display()
     );
-    assert!(
-        events.iter().all(|e| e["event"] != "warning"),
-        "{}: {events:#?}",
+    // Mid-write a file can be torn (a meta.json half there, a result
+    // naming an agent whose transcript comes next): warnings then are
+    // fair; the finished files have none.
+    assert_eq!(
+        tree["warnings"],
+        serde_json::json!([]),
+        "{}",
         case.display()
     );
 }

@@ -112,6 +112,7 @@ pub enum ReplayStyle {
 pub static SOURCES: &[&dyn Source] = &[
     &super::kimi_code::KimiCode,
     &super::claude_code::ClaudeCode,
+    &super::pi::Pi,
     &super::kimi_cli::KimiCli,
 ];
 

@@ -23,9 +23,9 @@ use crate::error::Result;
 use crate::sources::{Reading, SessionParts, SessionSummary, Source, Tool};
 
 /// Does `path` look like a Claude Code session by its content: a line
-/// names its `sessionId` and one has Claude Code's `parentUuid` or one of
-/// its bookkeeping types. An empty file counts inside a project folder (a
-/// session not written yet).
+/// names its `sessionId`, and the file sits in a project folder or a line
+/// has Claude Code's `parentUuid` or one of its bookkeeping types. An empty
+/// file counts inside a project folder (a session not written yet).
 fn looks_like_session(path: &Path) -> bool {
     use std::io::Read;
     let Ok(g) = crate::read::guard::open_regular(path) else {
@@ -41,8 +41,10 @@ fn looks_like_session(path: &Path) -> bool {
         return home::is_session_name(path);
     }
     let has = |p: &[u8]| memchr::memmem::find(head, p).is_some();
+    // In a project folder a first bookkeeping line (`mode`) is enough.
     has(b"\"sessionId\"")
-        && (has(b"\"parentUuid\"")
+        && (home::is_session_name(path)
+            || has(b"\"parentUuid\"")
             || has(b"\"type\":\"queue-operation\"")
             || has(b"\"type\":\"last-prompt\"")
             || has(b"\"type\":\"custom-title\"")

@@ -283,6 +283,7 @@ pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
                 line: read.scan.entries[i].line,
                 count: None,
                 entry: Some(read.id_text(i)),
+                first_kept: None,
             })
             .collect(),
         folded_undos: Vec::new(),
