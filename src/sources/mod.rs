@@ -13,6 +13,7 @@
 //! A world line is not a file: in kimi-cli it is one rotated context file,
 //! in Kimi Code a branch inside one append-only `wire.jsonl`.
 
+pub mod claude_code;
 pub mod codex;
 pub mod follow;
 pub mod kimi_cli;

@@ -118,6 +118,7 @@ pub enum ReplayStyle {
 /// last: its oldest layouts are bare `<id>.jsonl` files.
 pub static SOURCES: &[&dyn Source] = &[
     &super::kimi_code::KimiCode,
+    &super::claude_code::ClaudeCode,
     &super::pi::Pi,
     &super::codex::Codex,
     &super::kimi_cli::KimiCli,
