@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::read::guard;
+
 /// A Kimi Code data home.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Home {
@@ -40,10 +42,15 @@ impl Home {
     /// `session_index.jsonl`, last line per session winning; lines that
     /// aren't entries are skipped.
     pub fn index(&self) -> Vec<IndexEntry> {
-        let Ok(text) = std::fs::read(self.dir.join("session_index.jsonl")) else {
+        let Ok(text) = guard::read_capped_nofollow(
+            &self.dir.join("session_index.jsonl"),
+            guard::INDEX_CAP,
+        ) else {
             return Vec::new();
         };
-        let mut out: Vec<IndexEntry> = Vec::new();
+        // Last line per id wins: a map of positions keeps it linear.
+        let mut out: Vec<Option<IndexEntry>> = Vec::new();
+        let mut at: HashMap<String, usize> = HashMap::new();
         for line in text.split(|&b| b == b'\n') {
             let Ok(v) = serde_json::from_slice::<Value>(line) else {
                 continue;
@@ -55,10 +62,12 @@ impl Home {
                 dir: s("sessionDir").map(PathBuf::from),
                 work_dir: s("workDir"),
             };
-            out.retain(|e| e.id != entry.id);
-            out.push(entry);
+            if let Some(old) = at.insert(entry.id.clone(), out.len()) {
+                out[old] = None;
+            }
+            out.push(Some(entry));
         }
-        out
+        out.into_iter().flatten().collect()
     }
 
     /// Session directories of one work dir: its bucket, plus those the index
@@ -109,6 +118,31 @@ impl Home {
             .find(|p| is_session_dir(p))
     }
 
+    /// Why `session_index.jsonl` or `workspaces.json` exist but are not
+    /// read (a FIFO, a device, a symlink, over the cap): warnings for `list`.
+    pub fn side_warnings(&self) -> Vec<crate::model::Warning> {
+        [
+            ("session_index.jsonl", guard::INDEX_CAP),
+            ("workspaces.json", guard::STATE_JSON_CAP),
+        ]
+        .into_iter()
+        .filter_map(|(name, cap)| {
+            let path = self.dir.join(name);
+            let why = match guard::open_regular_nofollow(&path) {
+                Ok(g) if g.len > cap => guard::GuardError::TooBig { len: g.len, cap },
+                Ok(_) => return None,
+                Err(e) if e.is_not_found() => return None,
+                Err(e) => e,
+            };
+            Some(crate::model::Warning {
+                file: path.to_string_lossy().into_owned(),
+                line: 0,
+                message: why.to_string(),
+            })
+        })
+        .collect()
+    }
+
     /// Work dirs by bucket name, from the index and `workspaces.json`.
     pub fn work_dirs(&self) -> HashMap<String, String> {
         let mut map = HashMap::new();
@@ -120,9 +154,8 @@ impl Home {
                 map.insert(bucket.to_string_lossy().into_owned(), wd);
             }
         }
-        if let Some(ws) = std::fs::read(self.dir.join("workspaces.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        if let Ok(Some(ws)) =
+            guard::read_json_nofollow(&self.dir.join("workspaces.json"), guard::STATE_JSON_CAP)
         {
             for (key, w) in ws
                 .get("workspaces")
@@ -227,9 +260,11 @@ pub fn count_branches(wire: &Path) -> usize {
     use std::io::Read;
     const EDGE: &[u8] = b"\"type\":\"agent.switched\"";
     const UNDO: &[u8] = b"\"type\":\"context.undo\"";
-    let Ok(mut f) = std::fs::File::open(wire) else {
+    let Ok(guard::Guarded { file: f, len }) = guard::open_regular(wire) else {
         return 0;
     };
+    // Read as it was when opened: a wire growing meanwhile can't hold us.
+    let mut f = f.take(len);
     let (mut edges, mut undos) = (0, 0);
     let mut buf = vec![0u8; 1 << 20];
     let mut carry: Vec<u8> = Vec::new();

@@ -146,8 +146,24 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
             .collect(),
         parent_line: link.and_then(|l| l.line),
         times,
-        // The wire's, once: every branch is a view of the same file.
-        warnings: a.wire.warnings.clone(),
+        // The wire's, once: every branch is a view of the same file; the
+        // main agent's also say why `state.json` was not read.
+        warnings: a
+            .wire
+            .warnings
+            .iter()
+            .cloned()
+            .chain(
+                (ai == 0)
+                    .then(|| cs.state.problem.clone())
+                    .flatten()
+                    .map(|why| crate::model::Warning {
+                        file: "state.json".to_string(),
+                        line: 0,
+                        message: why,
+                    }),
+            )
+            .collect(),
         labels: Vec::new(),
     }
 }
