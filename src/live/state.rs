@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::model::shared_prefix;
 use crate::read::{FileId, Follow, Sink, Tail, TailChange};
 use crate::sources::kimi_cli::layout::{self, AgentSpec, Layout, MetaSource};
-use crate::sources::kimi_cli::{lineage, meta};
+use crate::sources::kimi_cli::{lineage, meta, wire};
 use crate::sources::{AgentParts, Lineage, SessionParts, SubagentMeta, WireLog};
 use crate::worldline::Session;
 
@@ -31,11 +31,15 @@ fn stamp(path: &Path) -> Option<Stamp> {
     Some((m.len(), m.modified().ok(), m.ino()))
 }
 
-/// Feeds complete wire lines to a `WireLog`.
+/// Feeds complete wire lines to a `WireLog`. An unfinished line is held
+/// only up to `MAX_WIRE_LINE` bytes, as when the wire is read whole: a
+/// 1 GB line being written costs 4 MiB, not 1 GB.
 #[derive(Debug, Clone, Default)]
 struct WireSink {
     log: WireLog,
     pending: Vec<u8>,
+    /// `pending` was cut at the cap.
+    cut: bool,
 }
 
 impl Sink for WireSink {
@@ -43,17 +47,17 @@ impl Sink for WireSink {
         let mut n = 0;
         let mut start = 0;
         for nl in memchr::memchr_iter(b'\n', chunk) {
-            if self.pending.is_empty() {
+            if self.pending.is_empty() && !self.cut {
                 self.log.push_line(&chunk[start..nl]);
             } else {
-                self.pending.extend_from_slice(&chunk[start..nl]);
+                wire::keep(&mut self.pending, &mut self.cut, &chunk[start..nl]);
                 let line = std::mem::take(&mut self.pending);
-                self.log.push_line(&line);
+                self.log.push_kept(&line, std::mem::take(&mut self.cut));
             }
             n += 1;
             start = nl + 1;
         }
-        self.pending.extend_from_slice(&chunk[start..]);
+        wire::keep(&mut self.pending, &mut self.cut, &chunk[start..]);
         n
     }
 

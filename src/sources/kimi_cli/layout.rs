@@ -187,8 +187,10 @@ pub fn current_name(names: &[&str]) -> Option<String> {
 }
 
 /// Order of a family's files: `_1 … _N`, then the current file.
-pub fn family_order(rotation: Option<u64>) -> u64 {
-    rotation.unwrap_or(u64::MAX)
+pub fn family_order(rotation: Option<u64>) -> u128 {
+    // Past every u64: `context_18446744073709551615.jsonl` is an old world
+    // line like any other, never mistaken for the current file.
+    rotation.map_or(u128::from(u64::MAX) + 1, u128::from)
 }
 
 /// Which of a family's files (sorted by [`family_order`]) are world lines.

@@ -72,7 +72,7 @@ impl WireLog {
         Ok(Some(log))
     }
 
-    fn push_kept(&mut self, line: &[u8], cut: bool) {
+    pub fn push_kept(&mut self, line: &[u8], cut: bool) {
         if cut {
             self.push_long_line(line);
         } else {
@@ -191,7 +191,7 @@ impl WireLog {
 }
 
 /// Appends `piece` to a line being held, up to [`MAX_WIRE_LINE`] bytes.
-fn keep(line: &mut Vec<u8>, cut: &mut bool, piece: &[u8]) {
+pub fn keep(line: &mut Vec<u8>, cut: &mut bool, piece: &[u8]) {
     let room = MAX_WIRE_LINE.saturating_sub(line.len());
     *cut |= piece.len() > room;
     line.extend_from_slice(&piece[..piece.len().min(room)]);
