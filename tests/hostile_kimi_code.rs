@@ -280,3 +280,32 @@ fn a_rotation_numbered_2_64_minus_1_is_an_old_world_line() {
         .collect();
     assert!(files.contains(&"context.jsonl"), "{files:?}");
 }
+
+#[test]
+fn absurd_wire_times_are_unknown_not_year_292277026596() {
+    let (_tmp, s) = kimi_cli_copy("dmail_basic");
+    let wire = std::fs::read_to_string(s.join("wire.jsonl")).unwrap();
+    let mut out = String::new();
+    for line in wire.lines() {
+        let mut v: serde_json::Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(_) => {
+                out.push_str(line);
+                out.push('\n');
+                continue;
+            }
+        };
+        if v.get("timestamp").is_some() {
+            v["timestamp"] = serde_json::json!(9.2e18);
+        }
+        out.push_str(&v.to_string());
+        out.push('\n');
+    }
+    std::fs::write(s.join("wire.jsonl"), out).unwrap();
+    for format in ["text", "json", "html", "mermaid"] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+        c.args(["tree", "--format", format]).arg(&s);
+        let printed = common::stdout_of(c);
+        assert!(!printed.contains("292277"), "{format}: {printed}");
+    }
+}

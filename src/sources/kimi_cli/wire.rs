@@ -167,7 +167,11 @@ impl WireLog {
                 .map(str::to_string);
             return;
         }
-        let Some(ts) = v.get("timestamp").and_then(Value::as_f64) else {
+        let Some(ts) = v
+            .get("timestamp")
+            .and_then(Value::as_f64)
+            .and_then(crate::sources::plausible_time)
+        else {
             return;
         };
         let Some(msg) = v.get("message") else { return };

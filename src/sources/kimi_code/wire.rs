@@ -278,7 +278,11 @@ impl WireIndex {
             offset,
             len,
             hash: xxh3_64(line),
-            time: rec.time.as_ref().and_then(Value::as_f64),
+            time: rec
+                .time
+                .as_ref()
+                .and_then(Value::as_f64)
+                .filter(|ms| crate::sources::plausible_time(ms / 1000.0).is_some()),
             kind: EntryKind::Clear,
         };
         let s = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_string);
