@@ -74,13 +74,26 @@ impl Home {
     /// files under it (a moved home keeps its old bucket names).
     pub fn sessions_of(&self, work_dir: &str) -> Vec<PathBuf> {
         let mut dirs = sessions_in(&self.bucket(work_dir));
+        let mut seen: std::collections::HashSet<PathBuf> = dirs.iter().cloned().collect();
         let index = self.index();
+        // The buckets, listed once: an index of 100 000 lines must not
+        // list the sessions root 100 000 times.
+        let buckets: Vec<PathBuf> = std::fs::read_dir(self.sessions_root())
+            .map(|r| r.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
         for e in index
             .iter()
             .filter(|e| e.work_dir.as_deref() == Some(work_dir))
         {
-            if let Some(d) = self.find(&e.id) {
-                if !dirs.contains(&d) {
+            if e.id.is_empty() || e.id.contains('/') {
+                continue;
+            }
+            if let Some(d) = buckets
+                .iter()
+                .map(|b| b.join(&e.id))
+                .find(|p| is_session_dir(p))
+            {
+                if seen.insert(d.clone()) {
                     dirs.push(d);
                 }
             }
