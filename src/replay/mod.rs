@@ -7,6 +7,7 @@
 //! (kimi-cli ≤ 0.58: files in the work dir's folder) replay into a folder
 //! of their own, opened by their main file.
 
+mod appends;
 pub mod plan;
 
 use std::fs::OpenOptions;
@@ -58,7 +59,7 @@ impl Player {
         std::fs::create_dir_all(dst).map_err(|e| Error::io(dst, e))?;
         let mut entries = std::fs::read_dir(dst).map_err(|e| Error::io(dst, e))?;
         if let Some(first) = entries.next() {
-            let what = if crate::sources::kimi_cli::is_session(dst) {
+            let what = if crate::sources::source_for(dst).is_some() {
                 "already holds a session".to_string()
             } else {
                 let name = first.map(|e| e.file_name()).unwrap_or_default();
@@ -98,6 +99,12 @@ impl Player {
     /// (the first file a plan creates), so the copy is a session the TUI can
     /// open.
     pub fn start(&mut self) -> Result<()> {
+        if let Some(n) = self.plan.opening {
+            while self.next < n.min(self.plan.events.len()) {
+                self.step()?;
+            }
+            return Ok(());
+        }
         while let Some(e) = self.plan.events.get(self.next) {
             let opens = matches!(&e.op, Op::Create(_));
             self.step()?;
