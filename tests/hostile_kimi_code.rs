@@ -309,3 +309,32 @@ fn absurd_wire_times_are_unknown_not_year_292277026596() {
         assert!(!printed.contains("292277"), "{format}: {printed}");
     }
 }
+
+/// `context_sub_N` hangs off the N-th Task/Agent call, not off the call at
+/// its position among the files found: with `sub_1` gone, `sub_2` is not
+/// the first call's.
+#[test]
+fn numbered_subagents_link_by_their_number() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "fixtures/kimi-cli-history/v1_0_subagent_dmail/sessions/a6da2585adb9e0416e718130ba8b0e5c/9a8ad359-98be-4a9d-93a8-787571a18770",
+    );
+    let s = tmp.path().join("s");
+    copy_dir(&src, &s);
+    let sub = |s: &Path| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+        c.args(["tree", "--format", "json"]).arg(s);
+        let v: serde_json::Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
+        v["subagents"][0].clone()
+    };
+    assert_eq!(sub(&s)["parent_tool_call_id"], "t1");
+    for (from, to) in [
+        ("context_sub_1.jsonl", "context_sub_2.jsonl"),
+        ("context_sub_1_1.jsonl", "context_sub_2_1.jsonl"),
+    ] {
+        std::fs::rename(s.join(from), s.join(to)).unwrap();
+    }
+    let moved = sub(&s);
+    assert_eq!(moved["agent_id"], "sub_2");
+    assert!(moved["parent_tool_call_id"].is_null(), "{moved}");
+}

@@ -345,7 +345,8 @@ pub fn subagents_checked(layout: &Layout) -> (Vec<AgentSpec>, Vec<PathBuf>, Vec<
     let stem = layout.stem();
     // `<stem>_sub_N.jsonl` / `<stem>_sub_N_M.jsonl` beside the main family.
     let sub_prefix = format!("{stem}_sub_");
-    let mut numbers: Vec<u64> = Vec::new();
+    // A set: 20 000 numbered subagents must not be 4·10^8 comparisons.
+    let mut numbers: std::collections::BTreeSet<u64> = std::collections::BTreeSet::new();
     if let Ok(entries) = std::fs::read_dir(folder) {
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -357,14 +358,11 @@ pub fn subagents_checked(layout: &Layout) -> (Vec<AgentSpec>, Vec<PathBuf>, Vec<
             };
             let n = rest.split_once('_').map_or(rest, |(n, _)| n);
             if let Ok(n) = n.parse::<u64>() {
-                if !numbers.contains(&n) {
-                    numbers.push(n);
-                }
+                numbers.insert(n);
             }
         }
     }
-    numbers.sort_unstable();
-    for (i, n) in numbers.iter().enumerate() {
+    for n in &numbers {
         out.push(AgentSpec {
             dir: folder.to_path_buf(),
             stem: format!("{sub_prefix}{n}"),
@@ -374,7 +372,9 @@ pub fn subagents_checked(layout: &Layout) -> (Vec<AgentSpec>, Vec<PathBuf>, Vec<
                 agent_id: format!("sub_{n}"),
                 ..SubagentMeta::default()
             }),
-            link: ParentLink::Nth(i),
+            // `sub_N` is the N-th (1-based) Task/Agent call, whatever
+            // numbers are missing beside it: linked by N, not by position.
+            link: ParentLink::Nth(usize::try_from(n.saturating_sub(1)).unwrap_or(usize::MAX)),
             order: SubOrder::Numbered(*n),
         });
     }
