@@ -347,9 +347,9 @@ pub fn subagents_checked(layout: &Layout) -> (Vec<AgentSpec>, Vec<PathBuf>, Vec<
     let sub_prefix = format!("{stem}_sub_");
     // A set: 20 000 numbered subagents must not be 4·10^8 comparisons.
     let mut numbers: std::collections::BTreeSet<u64> = std::collections::BTreeSet::new();
-    if let Ok(entries) = std::fs::read_dir(folder) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
+    if let Ok(listing) = super::listing::list(folder) {
+        for e in listing.like(stem) {
+            let name = &e.name;
             let Some(rest) = name.strip_prefix(&sub_prefix) else {
                 continue;
             };
