@@ -172,6 +172,95 @@ pub fn cases(r: &mut Report, big: bool) {
     live_wire_line(r, big);
     mermaid(r);
     replay_and_rotation(r);
+    listing(r, big);
+}
+
+/// A kimi-cli share whose one work-dir folder holds what `make` writes.
+fn kimi_cli_share(make: impl FnOnce(&Path)) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let folder = tmp.path().join("sessions/0123456789abcdef0123456789abcdef");
+    std::fs::create_dir_all(&folder).unwrap();
+    make(&folder);
+    tmp
+}
+
+const LINE: &str = "{\"role\": \"user\", \"content\": \"hi\"}\n";
+
+fn listing(r: &mut Report, big: bool) {
+    let k = if big { 1 } else { 5 };
+    let n = 10_000 / k;
+    let t = kimi_cli_share(|f| {
+        for i in 0..n {
+            std::fs::write(f.join(format!("{i:08x}-0000-4000-8000-000000000000.jsonl")), LINE)
+                .unwrap();
+        }
+    });
+    let cmd = worldline(t.path(), &os(&["list", "--all"]));
+    r.case(&format!("{n} flat sessions in one folder: list --all"), cmd, 3.0, 100, |o| {
+        let rows = text(&o.stdout).lines().count();
+        (o.code == Some(0) && rows > n)
+            .then_some(())
+            .ok_or(format!("exit {:?}, {rows} rows", o.code))
+    });
+    let n = 2_000 / k;
+    let t = kimi_cli_share(|f| {
+        for i in 0..n {
+            let d = f.join(format!("{i:08x}-0000-4000-8000-000000000000"));
+            std::fs::create_dir(&d).unwrap();
+            std::fs::write(d.join("context.jsonl"), LINE).unwrap();
+            let title = if i == 0 { "base" } else { "Fork: base" };
+            std::fs::write(d.join("state.json"), format!("{{\"custom_title\": \"{title}\"}}"))
+                .unwrap();
+        }
+    });
+    let cmd = worldline(t.path(), &os(&["list", "--all"]));
+    r.case(&format!("{n} forks found by title: list --all"), cmd, 3.0, 100, |o| {
+        ok_and_says(o, &["└ fork"])
+    });
+    let n = 20_000 / k;
+    let t = kimi_cli_share(|f| {
+        let d = f.join("00000000-0000-4000-8000-000000000000");
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("context.jsonl"), LINE).unwrap();
+        for i in 1..=n {
+            std::fs::write(d.join(format!("context_sub_{i}.jsonl")), LINE).unwrap();
+        }
+    });
+    let session = t
+        .path()
+        .join("sessions/0123456789abcdef0123456789abcdef/00000000-0000-4000-8000-000000000000");
+    let cmd = worldline(t.path(), &[os(&["tree"]), vec![session.into()]].concat());
+    r.case(&format!("{n} numbered subagents: tree"), cmd, 3.0, 300, |o| {
+        (o.code == Some(0)).then_some(()).ok_or(text(&o.stderr))
+    });
+    // Kimi Code: an index of 100 000 lines for the current directory.
+    let h = code_home();
+    let wd = h.home.join("wd");
+    std::fs::create_dir(&wd).unwrap();
+    let mut index = std::io::BufWriter::new(
+        std::fs::File::create(h.home.join("session_index.jsonl")).unwrap(),
+    );
+    let id = h.session.file_name().unwrap().to_string_lossy().into_owned();
+    for i in 0..100_000 / k {
+        let sid = if i % 2 == 0 { id.clone() } else { format!("session_{i}") };
+        writeln!(
+            index,
+            "{}",
+            serde_json::json!({"sessionId": sid, "workDir": wd, "sessionDir": h.session})
+        )
+        .unwrap();
+    }
+    index.flush().unwrap();
+    drop(index);
+    let mut cmd = code(&h.home, &os(&["list"]));
+    cmd.current_dir(&wd);
+    r.case(
+        &format!("{} session_index.jsonl lines: list", 100_000 / k),
+        cmd,
+        2.0,
+        100,
+        |o| ok_and_says(o, &[&id[..20]]),
+    );
 }
 
 fn side_files(r: &mut Report) {
