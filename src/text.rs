@@ -50,9 +50,8 @@ pub fn sanitize_message(s: &str) -> String {
 /// and joiners, LRM/RLM, ALM, word joiners, BOM, U+2028/2029). They can
 /// only occur inside strings, so the document means exactly the same.
 pub fn json_for_terminal(json: String) -> String {
-    let risky = |c: char| {
-        ('\u{7f}'..='\u{9f}').contains(&c) || is_bidi_control(c) || is_invisible_mark(c)
-    };
+    let risky =
+        |c: char| ('\u{7f}'..='\u{9f}').contains(&c) || is_bidi_control(c) || is_invisible_mark(c);
     if !json.chars().any(risky) {
         return json;
     }
@@ -188,7 +187,10 @@ mod tests {
         let marks = serde_json::json!({"k": "a\u{200b}\u{200d}\u{200e}\u{200f}\u{2028}\u{2029}b"});
         let safe = json_for_terminal(marks.to_string());
         assert_eq!(safe, r#"{"k":"a\u200b\u200d\u200e\u200f\u2028\u2029b"}"#);
-        assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap(), marks);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&safe).unwrap(),
+            marks
+        );
     }
 
     #[test]

@@ -121,7 +121,10 @@ fn side_files_that_are_fifos_devices_or_symlinks_are_refused_with_a_warning() {
             "workspaces.json",
             "session_neighbour/state.json",
         ] {
-            assert!(text.contains(name), "{how}: no warning naming {name}: {text}");
+            assert!(
+                text.contains(name),
+                "{how}: no warning naming {name}: {text}"
+            );
         }
         common::assert_no_raw_controls(how, &o.stdout);
     }
@@ -201,7 +204,10 @@ fn a_wire_of_too_many_branches_stays_bounded_and_says_what_was_left_out() {
     assert!(took < Duration::from_secs(15), "took {took:?}");
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let warnings = v["warnings"].to_string();
-    assert!(warnings.contains("of 12001 branches not shown"), "{warnings}");
+    assert!(
+        warnings.contains("of 12001 branches not shown"),
+        "{warnings}"
+    );
     let lines = v["world_lines"].as_array().unwrap();
     assert!(lines.len() > 2 && lines.len() < 12_001, "{}", lines.len());
     assert_eq!(lines[0]["branch"], "main");

@@ -27,7 +27,10 @@ struct CodeHome {
 fn code_home() -> CodeHome {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
-    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join(CODE_HOME), &home);
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join(CODE_HOME),
+        &home,
+    );
     let only = |d: &Path| {
         std::fs::read_dir(d)
             .unwrap()
@@ -191,17 +194,26 @@ fn listing(r: &mut Report, big: bool) {
     let n = 10_000 / k;
     let t = kimi_cli_share(|f| {
         for i in 0..n {
-            std::fs::write(f.join(format!("{i:08x}-0000-4000-8000-000000000000.jsonl")), LINE)
-                .unwrap();
+            std::fs::write(
+                f.join(format!("{i:08x}-0000-4000-8000-000000000000.jsonl")),
+                LINE,
+            )
+            .unwrap();
         }
     });
     let cmd = worldline(t.path(), &os(&["list", "--all"]));
-    r.case(&format!("{n} flat sessions in one folder: list --all"), cmd, 3.0, 100, |o| {
-        let rows = text(&o.stdout).lines().count();
-        (o.code == Some(0) && rows > n)
-            .then_some(())
-            .ok_or(format!("exit {:?}, {rows} rows", o.code))
-    });
+    r.case(
+        &format!("{n} flat sessions in one folder: list --all"),
+        cmd,
+        3.0,
+        100,
+        |o| {
+            let rows = text(&o.stdout).lines().count();
+            (o.code == Some(0) && rows > n)
+                .then_some(())
+                .ok_or(format!("exit {:?}, {rows} rows", o.code))
+        },
+    );
     let n = 2_000 / k;
     let t = kimi_cli_share(|f| {
         for i in 0..n {
@@ -209,14 +221,21 @@ fn listing(r: &mut Report, big: bool) {
             std::fs::create_dir(&d).unwrap();
             std::fs::write(d.join("context.jsonl"), LINE).unwrap();
             let title = if i == 0 { "base" } else { "Fork: base" };
-            std::fs::write(d.join("state.json"), format!("{{\"custom_title\": \"{title}\"}}"))
-                .unwrap();
+            std::fs::write(
+                d.join("state.json"),
+                format!("{{\"custom_title\": \"{title}\"}}"),
+            )
+            .unwrap();
         }
     });
     let cmd = worldline(t.path(), &os(&["list", "--all"]));
-    r.case(&format!("{n} forks found by title: list --all"), cmd, 3.0, 100, |o| {
-        ok_and_says(o, &["└ fork"])
-    });
+    r.case(
+        &format!("{n} forks found by title: list --all"),
+        cmd,
+        3.0,
+        100,
+        |o| ok_and_says(o, &["└ fork"]),
+    );
     let n = 20_000 / k;
     let t = kimi_cli_share(|f| {
         let d = f.join("00000000-0000-4000-8000-000000000000");
@@ -230,19 +249,31 @@ fn listing(r: &mut Report, big: bool) {
         .path()
         .join("sessions/0123456789abcdef0123456789abcdef/00000000-0000-4000-8000-000000000000");
     let cmd = worldline(t.path(), &[os(&["tree"]), vec![session.into()]].concat());
-    r.case(&format!("{n} numbered subagents: tree"), cmd, 3.0, 300, |o| {
-        (o.code == Some(0)).then_some(()).ok_or(text(&o.stderr))
-    });
+    r.case(
+        &format!("{n} numbered subagents: tree"),
+        cmd,
+        3.0,
+        300,
+        |o| (o.code == Some(0)).then_some(()).ok_or(text(&o.stderr)),
+    );
     // Kimi Code: an index of 100 000 lines for the current directory.
     let h = code_home();
     let wd = h.home.join("wd");
     std::fs::create_dir(&wd).unwrap();
-    let mut index = std::io::BufWriter::new(
-        std::fs::File::create(h.home.join("session_index.jsonl")).unwrap(),
-    );
-    let id = h.session.file_name().unwrap().to_string_lossy().into_owned();
+    let mut index =
+        std::io::BufWriter::new(std::fs::File::create(h.home.join("session_index.jsonl")).unwrap());
+    let id = h
+        .session
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     for i in 0..100_000 / k {
-        let sid = if i % 2 == 0 { id.clone() } else { format!("session_{i}") };
+        let sid = if i % 2 == 0 {
+            id.clone()
+        } else {
+            format!("session_{i}")
+        };
         writeln!(
             index,
             "{}",
@@ -276,7 +307,10 @@ fn side_files(r: &mut Report) {
         ] {
             plant(&p, how);
         }
-        let cmd = code(&h.home, &[os(&["tree"]), vec![h.session.clone().into()]].concat());
+        let cmd = code(
+            &h.home,
+            &[os(&["tree"]), vec![h.session.clone().into()]].concat(),
+        );
         r.case(
             &format!("Kimi Code state.json is {how}: tree"),
             cmd,
@@ -410,12 +444,7 @@ fn send(r: &mut Report) {
     let held = std::os::unix::net::UnixStream::connect(&stuck).unwrap();
     let cmd = worldline(
         tmp.path(),
-        &[
-            os(&["send"]),
-            vec![stuck.clone().into()],
-            os(&["--status"]),
-        ]
-        .concat(),
+        &[os(&["send"]), vec![stuck.clone().into()], os(&["--status"])].concat(),
     );
     r.case("send: a server that never accepts", cmd, 11.0, 50, |o| {
         (o.code == Some(2) && text(&o.stderr).contains("timed out"))
@@ -447,11 +476,17 @@ fn send(r: &mut Report) {
         ]
         .concat(),
     );
-    r.case("send: a server trickling a byte per 100 ms", cmd, 11.0, 50, |o| {
-        (o.code == Some(2) && text(&o.stderr).contains("timed out"))
-            .then_some(())
-            .ok_or(text(&o.stderr))
-    });
+    r.case(
+        "send: a server trickling a byte per 100 ms",
+        cmd,
+        11.0,
+        50,
+        |o| {
+            (o.code == Some(2) && text(&o.stderr).contains("timed out"))
+                .then_some(())
+                .ok_or(text(&o.stderr))
+        },
+    );
     // A real server; the message from /dev/zero.
     let runtime = tempfile::tempdir().unwrap();
     let session = tempfile::tempdir().unwrap();
@@ -534,25 +569,31 @@ fn mermaid(r: &mut Report) {
         ]
         .concat(),
     );
-    r.case("session text spelling %%{init}%%: mermaid", cmd, 1.0, 50, |o| {
-        let out = text(&o.stdout);
-        let bad = out
-            .lines()
-            .filter(|l| {
-                let rest = l.trim_start();
-                rest.strip_prefix("%%").unwrap_or(rest).contains('%')
-            })
-            .count();
-        if o.code != Some(0) {
-            Err(text(&o.stderr))
-        } else if !out.contains("#37;#37;{init") {
-            Err("the description is not shown escaped".into())
-        } else if bad > 0 {
-            Err(format!("{bad} lines with a % of session text"))
-        } else {
-            Ok(())
-        }
-    });
+    r.case(
+        "session text spelling %%{init}%%: mermaid",
+        cmd,
+        1.0,
+        50,
+        |o| {
+            let out = text(&o.stdout);
+            let bad = out
+                .lines()
+                .filter(|l| {
+                    let rest = l.trim_start();
+                    rest.strip_prefix("%%").unwrap_or(rest).contains('%')
+                })
+                .count();
+            if o.code != Some(0) {
+                Err(text(&o.stderr))
+            } else if !out.contains("#37;#37;{init") {
+                Err("the description is not shown escaped".into())
+            } else if bad > 0 {
+                Err(format!("{bad} lines with a % of session text"))
+            } else {
+                Ok(())
+            }
+        },
+    );
 }
 
 fn replay_and_rotation(r: &mut Report) {
@@ -570,12 +611,22 @@ fn replay_and_rotation(r: &mut Report) {
         .concat(),
     );
     let state = dst.join("state.json");
-    r.case("replay --dir into a directory with files", cmd, 1.0, 50, move |o| {
-        let kept = std::fs::read_to_string(&state).ok().as_deref() == Some("{\"mine\":1}");
-        (o.code != Some(0) && kept && text(&o.stderr).contains("not empty"))
-            .then_some(())
-            .ok_or(format!("exit {:?}, kept {kept}: {}", o.code, text(&o.stderr)))
-    });
+    r.case(
+        "replay --dir into a directory with files",
+        cmd,
+        1.0,
+        50,
+        move |o| {
+            let kept = std::fs::read_to_string(&state).ok().as_deref() == Some("{\"mine\":1}");
+            (o.code != Some(0) && kept && text(&o.stderr).contains("not empty"))
+                .then_some(())
+                .ok_or(format!(
+                    "exit {:?}, kept {kept}: {}",
+                    o.code,
+                    text(&o.stderr)
+                ))
+        },
+    );
 
     // A session with a rotation: the D-Mail fixture's.
     let tmp = tempfile::tempdir().unwrap();

@@ -235,7 +235,9 @@ impl DenwaClient {
     fn read_line_by(&mut self, deadline: Instant) -> std::io::Result<Vec<u8>> {
         let mut line = Vec::new();
         loop {
-            self.reader.get_ref().set_read_timeout(Some(left(deadline)?))?;
+            self.reader
+                .get_ref()
+                .set_read_timeout(Some(left(deadline)?))?;
             let buf = match self.reader.fill_buf() {
                 Ok(b) => b,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,

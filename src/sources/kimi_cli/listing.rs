@@ -41,7 +41,10 @@ impl Listing {
         for e in std::fs::read_dir(dir)?.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
             let i = out.all.len();
-            out.groups.entry(key(&name).to_string()).or_default().push(i);
+            out.groups
+                .entry(key(&name).to_string())
+                .or_default()
+                .push(i);
             if let Some(stem) = name.strip_suffix(super::layout::SUFFIX) {
                 out.families.entry(stem.to_string()).or_default().push(i);
                 if let Some((base, _)) = stem.rsplit_once('_') {
@@ -137,11 +140,7 @@ pub fn dirs_titled(folder: &Path, title: &str) -> Vec<PathBuf> {
 /// read once inside [`cached`].
 pub fn title(session_dir: &Path) -> Option<String> {
     let read = || super::meta::title(&session_dir.join(super::layout::STATE));
-    let hit = TITLES.with(|t| {
-        t.borrow()
-            .as_ref()
-            .map(|m| m.get(session_dir).cloned())
-    });
+    let hit = TITLES.with(|t| t.borrow().as_ref().map(|m| m.get(session_dir).cloned()));
     match hit {
         Some(Some(title)) => title,
         Some(None) => {
@@ -208,7 +207,13 @@ mod tests {
     #[test]
     fn groups_by_the_name_before_the_first_underscore_or_dot() {
         let tmp = tempfile::tempdir().unwrap();
-        for n in ["a.jsonl", "a_1.jsonl", "a_sub_2.jsonl", "b.jsonl", "ab.jsonl"] {
+        for n in [
+            "a.jsonl",
+            "a_1.jsonl",
+            "a_sub_2.jsonl",
+            "b.jsonl",
+            "ab.jsonl",
+        ] {
             std::fs::write(tmp.path().join(n), "").unwrap();
         }
         let l = list(tmp.path()).unwrap();

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use super::layout::{self, AgentSpec, Layout, MetaSource};
+use super::wire;
 use super::{lineage, meta};
 use crate::model::shared_prefix;
 use crate::read::{FileId, Follow, Sink, Tail, TailChange};
-use super::wire;
 use crate::sources::follow::Follower;
 pub use crate::sources::follow::Refresh;
 use crate::sources::{AgentParts, Lineage, SessionParts, SubagentMeta, WireLog};

@@ -6,10 +6,10 @@
 
 pub mod layout;
 pub mod lineage;
+pub mod listing;
 pub mod live;
 pub mod meta;
 pub mod share;
-pub mod listing;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -83,7 +83,9 @@ pub fn family_files_checked(dir: &Path, stem: &str) -> Result<(Vec<ContextFile>,
             skip(&name, format!("is {kind}; not read as a world line"));
             continue;
         }
-        let Some(meta) = &entry.metadata else { continue };
+        let Some(meta) = &entry.metadata else {
+            continue;
+        };
         files.push(ContextFile {
             name,
             path: entry.path.clone(),

@@ -147,7 +147,9 @@ fn flat_sessions_in(folder: &Path) -> Vec<PathBuf> {
     let mut sids: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for e in &listing.all {
-        let Some(f) = flat_name(&e.name) else { continue };
+        let Some(f) = flat_name(&e.name) else {
+            continue;
+        };
         if f.sub.is_none() && !seen.contains(f.sid) && e.path.is_file() {
             seen.insert(f.sid.to_string());
             sids.push(f.sid.to_string());

@@ -42,10 +42,9 @@ impl Home {
     /// `session_index.jsonl`, last line per session winning; lines that
     /// aren't entries are skipped.
     pub fn index(&self) -> Vec<IndexEntry> {
-        let Ok(text) = guard::read_capped_nofollow(
-            &self.dir.join("session_index.jsonl"),
-            guard::INDEX_CAP,
-        ) else {
+        let Ok(text) =
+            guard::read_capped_nofollow(&self.dir.join("session_index.jsonl"), guard::INDEX_CAP)
+        else {
             return Vec::new();
         };
         // Last line per id wins: a map of positions keeps it linear.

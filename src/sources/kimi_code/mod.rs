@@ -248,7 +248,10 @@ pub fn summarize(
 pub fn summarize_checked(
     dir: &Path,
     work_dirs: &std::collections::HashMap<String, String>,
-) -> (crate::sources::SessionSummary, Option<crate::model::Warning>) {
+) -> (
+    crate::sources::SessionSummary,
+    Option<crate::model::Warning>,
+) {
     let state = SessionState::read(dir);
     let warning = state.problem.clone().map(|message| crate::model::Warning {
         file: dir.join("state.json").to_string_lossy().into_owned(),

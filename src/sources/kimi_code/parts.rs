@@ -329,7 +329,9 @@ mod tests {
         assert_eq!(all.files.len(), 201);
         assert!(all.warnings.is_empty());
         let some = agent_parts_within(&cs, 0, a, 5_000);
-        assert!(agent_parts_within(&cs, 0, a, 200 * (BRANCH_WEIGHT + 400)).warnings.is_empty());
+        assert!(agent_parts_within(&cs, 0, a, 200 * (BRANCH_WEIGHT + 400))
+            .warnings
+            .is_empty());
         let n = some.files.len();
         assert!(n > 2 && n < 201, "{n}");
         let total: usize = some.files.iter().map(|f| f.records.len()).sum();
@@ -338,7 +340,9 @@ mod tests {
         assert!(n * BRANCH_WEIGHT <= 5_000 + 2 * BRANCH_WEIGHT, "{n}");
         assert_eq!(some.lines[0].branch.as_deref(), Some("main"));
         assert_eq!(some.current, Some(n - 1));
-        assert!(some.warnings[0].message.contains(&format!("{} of 201 branches not shown", 201 - n)));
+        assert!(some.warnings[0]
+            .message
+            .contains(&format!("{} of 201 branches not shown", 201 - n)));
         // Every kept branch shares a real prefix with the parent it names.
         for (i, f) in some.forks.iter().enumerate() {
             if let LineFork::Explicit { parent, shared } = *f {
