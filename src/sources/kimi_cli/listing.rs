@@ -86,6 +86,9 @@ fn key(name: &str) -> &str {
     name.split(['_', '.']).next().unwrap_or(name)
 }
 
+/// A folder's directories by their `state.json` title.
+type ByTitle = HashMap<String, Vec<PathBuf>>;
+
 thread_local! {
     static CACHE: RefCell<Option<HashMap<PathBuf, Rc<Listing>>>> = const { RefCell::new(None) };
     /// `state.json` titles by session directory, inside [`cached`]: fork
@@ -94,7 +97,7 @@ thread_local! {
     static TITLES: RefCell<Option<HashMap<PathBuf, Option<String>>>> = const { RefCell::new(None) };
     /// Per folder, its directories by title (see [`dirs_titled`]); emptied
     /// when [`cached`] ends.
-    static BY_TITLE: RefCell<HashMap<PathBuf, Rc<HashMap<String, Vec<PathBuf>>>>> =
+    static BY_TITLE: RefCell<HashMap<PathBuf, Rc<ByTitle>>> =
         RefCell::new(HashMap::new());
 }
 
@@ -102,7 +105,7 @@ thread_local! {
 /// title; inside [`cached`] built once per folder, so finding the session
 /// titled `X` for each of 2 000 `Fork: X` sessions is a lookup, not a scan.
 pub fn dirs_titled(folder: &Path, title: &str) -> Vec<PathBuf> {
-    let build = || -> Rc<HashMap<String, Vec<PathBuf>>> {
+    let build = || -> Rc<ByTitle> {
         let mut map: HashMap<String, Vec<PathBuf>> = HashMap::new();
         let Ok(l) = list(folder) else {
             return Rc::new(map);
