@@ -93,11 +93,41 @@ fn two_undo_branches_and_a_compaction_read_at_both_sizes() {
         select(&mut a, "Turn 4: on b1.");
         let screen = render(&mut a);
         assert!(
-            screen.contains("begins: undo of 1 turn"),
+            screen.contains("begins: ↶ undo of 1 turn"),
             "{w}x{h}:\n{screen}"
         );
         select(&mut a, "Scripted compaction summary");
         let screen = render(&mut a);
         assert!(screen.contains("compacted here"), "{w}x{h}:\n{screen}");
     }
+}
+
+#[test]
+fn a_compaction_inside_a_branch_is_drawn_in_its_own_words_and_d_is_not_offered() {
+    let mut a = app(120, 40);
+    let screen = select(&mut a, "Scripted compaction summary");
+    // β's track carries the compaction where it happened.
+    let beta = screen
+        .lines()
+        .find(|l| l.contains("β ") && l.contains('┗'))
+        .unwrap();
+    assert!(beta.contains('⊜'), "{screen}");
+    // The detail says compaction with compaction's mark, not a subagent's.
+    assert!(
+        screen.contains("⊜ the context was compacted here"),
+        "{screen}"
+    );
+    assert!(!screen.contains('⇲'), "{screen}");
+    // No checkpoints: the footer and help don't offer a D-Mail, `d` says why.
+    let footer = screen.lines().last().unwrap();
+    assert!(!footer.contains("D-Mail"), "{footer}");
+    assert!(footer.contains("? help"), "{footer}");
+    press(&mut a, "d");
+    assert_eq!(
+        a.status.as_deref(),
+        Some(worldline::ui::compose::NO_CHECKPOINTS)
+    );
+    press(&mut a, "?");
+    let help = render(&mut a);
+    assert!(!help.contains("D-Mail to the selected"), "{help}");
 }

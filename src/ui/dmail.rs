@@ -7,11 +7,27 @@ use super::compose::{self, Note, PendingJump, Reply, SendRequest};
 use super::theme::line_name;
 
 impl App {
+    /// Does the agent shown write ⚑ checkpoints (what a D-Mail goes back
+    /// to)? Some formats have none: `d` is then not offered.
+    pub fn has_checkpoints(&self) -> bool {
+        self.map.tracks.iter().any(|t| !t.ticks.is_empty())
+    }
+
+    /// Is key binding `b` of use here (the footer and help leave out what
+    /// isn't)?
+    pub fn offers(&self, b: &super::keys::Binding) -> bool {
+        self.has_checkpoints() || !matches!((b.action)(), Action::DMail)
+    }
+
     /// `d`: explain, or ask the runtime whether the agent is live.
     pub(super) fn dmail(&mut self) -> Effect {
         let Some(s) = self.session.clone() else {
             return Effect::None;
         };
+        if !self.has_checkpoints() {
+            self.status = Some(compose::NO_CHECKPOINTS.into());
+            return Effect::None;
+        }
         let Some(r) = self.dmail_record() else {
             self.status = Some(compose::NOT_A_CHECKPOINT.into());
             return Effect::None;

@@ -101,8 +101,12 @@ fn draw_header(f: &mut Frame, app: &App, area: Rect) {
             Span::styled(" subagent ", t.accent()),
             Span::styled(sanitize_line(&meta.agent_id, 20), t.bold()),
             Span::raw(format!(
-                " ({}) · Esc back to {}",
-                sanitize_line(meta.subagent_type.as_deref().unwrap_or("?"), 16),
+                "{} · Esc back to {}",
+                meta.subagent_type
+                    .as_deref()
+                    .filter(|k| !k.trim().is_empty())
+                    .map(|k| format!(" ({})", sanitize_line(k, 16)))
+                    .unwrap_or_default(),
                 truncate(&title, 20)
             )),
         ]
@@ -290,6 +294,11 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
             (indent.to_string(), tag, style, text, right)
         }
     };
+    // Names a user gave these records (Pi's labels), shown first as `[name]`.
+    let text = match label_names(app, covers.clone()) {
+        Some(names) => format!("{names} {text}"),
+        None => text,
+    };
     // Where a fork session leaves (on the source) or arrives (on the fork).
     let right = match fork_mark(app, fam, covers.clone()) {
         Some(m) if right.is_empty() => m,
@@ -351,6 +360,25 @@ fn fork_mark(app: &App, fam: &Family, covers: std::ops::Range<usize>) -> Option<
         out.push("⑂ copied up to here".into());
     }
     (!out.is_empty()).then(|| out.join(" "))
+}
+
+/// `[name] [other]`: the labels on the records of rows `covers`.
+fn label_names(app: &App, covers: std::ops::Range<usize>) -> Option<String> {
+    let labels = &app.session.as_deref()?.agents.get(app.agent)?.labels;
+    if labels.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = covers
+        .take(super::steps::MAX_READ * 4)
+        .filter_map(|row| app.rows.record_of(row))
+        .flat_map(|r| {
+            labels
+                .iter()
+                .filter(move |l| l.at == Some((r.line, r.record)))
+                .map(|l| format!("[{}]", sanitize_line(&l.label, 24)))
+        })
+        .collect();
+    (!names.is_empty()).then(|| names.join(" "))
 }
 
 /// Gutter, tag, its style, text and right-hand facts of a step row.
@@ -574,9 +602,9 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
             .checked_div(app.search.total)
             .unwrap_or(0);
         let text = format!(
-            "searching /{} … {pct}% · {} hits · Esc stops",
+            "searching /{} … {pct}% · {} · Esc stops",
             sanitize_line(&app.search.query, 30),
-            app.search.hits.len()
+            crate::text::count(app.search.hits.len() as u64, "hit")
         );
         with_tail(text, area.width as usize, t)
     } else if let Some(msg) = &app.status {
@@ -588,7 +616,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         ))
     } else {
         Line::from(Span::styled(
-            super::keys::footer(area.width as usize).0,
+            super::keys::footer_where(area.width as usize, |b| app.offers(b)).0,
             t.dim(),
         ))
     };

@@ -224,6 +224,7 @@ fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize)
         line,
         count,
         entry: None,
+        first_kept: None,
     };
     AgentParts {
         dir: a.dir.clone(),
