@@ -11,6 +11,8 @@ pub fn send(a: &SendArgs) -> anyhow::Result<ExitCode> {
     send_command(&SendOptions {
         target: a.target.clone(),
         checkpoint: a.checkpoint,
+        turns_back: a.turns_back,
+        keep_turns: a.turn,
         message: a.message.clone(),
         status: a.status,
     })

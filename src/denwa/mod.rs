@@ -10,6 +10,7 @@ mod error;
 mod lock;
 pub mod protocol;
 pub mod renji;
+pub mod route;
 mod send;
 mod server;
 mod trust;
@@ -24,5 +25,6 @@ pub use discovery::{
 pub use error::DenwaError;
 pub use protocol::{Hello, Status, MAX_LINE, PROTOCOL};
 pub use renji::{DMail, DenwaRenji, DenwaRenjiError};
+pub use route::{Back, DMailRoute, TurnsError, TurnsSent, TurnsStatus};
 pub use send::{resolve_target, send_command, status_text, SendOptions};
 pub use server::{DenwaServer, ServerConfig};

@@ -326,4 +326,10 @@ impl super::Source for KimiCli {
     fn home_hint(&self) -> String {
         Locator::from_env().sessions_root().display().to_string()
     }
+
+    fn dmail_route(&self, path: &Path) -> crate::denwa::DMailRoute {
+        crate::denwa::DMailRoute::Checkpoints {
+            dir: path.to_path_buf(),
+        }
+    }
 }
