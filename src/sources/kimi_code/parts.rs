@@ -88,7 +88,10 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
             label: format!("branch {}", sanitize_line(&b.name, 40)),
             branch: Some(b.name.clone()),
             fork: b.parent.map(|p| StatedFork {
-                kind: if b.reason.as_deref() == Some("undo") {
+                // An undo worldline made to deliver a D-Mail is one.
+                kind: if b.dmail.is_some() {
+                    ForkKind::Dmail
+                } else if b.reason.as_deref() == Some("undo") {
                     ForkKind::Undo
                 } else {
                     ForkKind::Unknown
@@ -98,6 +101,7 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
                 inferred: b.inferred,
                 origin: b.fork_line.and_then(|l| t.owner_of(l)).or(Some(p)),
             }),
+            prompt: b.dmail.clone(),
             ..LineInfo::default()
         });
         files.push(file);

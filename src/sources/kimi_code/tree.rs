@@ -27,6 +27,10 @@ pub struct Branch {
     pub inferred: bool,
     /// The branch's own lines (several when the agent switched back to it).
     pub segments: Ranges,
+    /// Its first prompt was a D-Mail worldline sent: the message.
+    pub dmail: Option<String>,
+    /// Its first prompt has been seen.
+    prompted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -114,6 +118,8 @@ fn main_branch() -> Branch {
         edge_line: None,
         inferred: false,
         segments: Ranges::new(),
+        dmail: None,
+        prompted: false,
     }
 }
 
@@ -164,6 +170,8 @@ pub fn build(entries: &[Entry], line_count: u32) -> WireTree {
                     edge_line: Some(e.line),
                     inferred: false,
                     segments: Ranges::new(),
+                    dmail: None,
+                    prompted: false,
                 });
                 t.active = t.branches.len() - 1;
             }
@@ -195,6 +203,8 @@ pub fn build(entries: &[Entry], line_count: u32) -> WireTree {
                     edge_line: Some(e.line),
                     inferred: true,
                     segments: Ranges::new(),
+                    dmail: None,
+                    prompted: false,
                 });
                 t.active = t.branches.len() - 1;
             }
@@ -202,6 +212,20 @@ pub fn build(entries: &[Entry], line_count: u32) -> WireTree {
                 branch: t.active,
                 line: e.line,
             }),
+            EntryKind::Message {
+                role: Role::User,
+                injection: false,
+                dmail,
+                ..
+            } => {
+                let b = &mut t.branches[t.active];
+                if !b.prompted {
+                    b.prompted = true;
+                    if b.parent.is_some() {
+                        b.dmail = dmail.clone();
+                    }
+                }
+            }
             EntryKind::Forked => t.forked.push(Mark {
                 branch: t.active,
                 line: e.line,
@@ -284,6 +308,7 @@ mod tests {
                 injection: false,
                 tool_calls: Vec::new(),
                 tool_call_id: None,
+                dmail: None,
             },
         )
     }
@@ -352,6 +377,7 @@ mod tests {
                 injection: true,
                 tool_calls: Vec::new(),
                 tool_call_id: None,
+                dmail: None,
             },
         );
         let e = vec![
