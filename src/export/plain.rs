@@ -216,12 +216,13 @@ pub fn fork_label(f: &Family, i: usize) -> String {
         return String::new();
     };
     let mut s = match fk.kind {
-        ForkKind::Dmail => format!(
-            "D-Mail → checkpoint {}",
-            fk.checkpoint
-                .map(|c| c.to_string())
-                .unwrap_or_else(|| "?".into())
-        ),
+        ForkKind::Dmail => match (fk.checkpoint, fk.turns) {
+            (None, Some(_)) => format!("D-Mail → {}", fk.dmail_back()),
+            (c, _) => format!(
+                "D-Mail → checkpoint {}",
+                c.map(|c| c.to_string()).unwrap_or_else(|| "?".into())
+            ),
+        },
         ForkKind::Compaction => "compaction".to_string(),
         ForkKind::Clear => "/clear".to_string(),
         ForkKind::Undo => fk.undo_summary(),
