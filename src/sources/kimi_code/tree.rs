@@ -347,6 +347,38 @@ mod tests {
     }
 
     #[test]
+    fn a_branch_whose_first_prompt_is_a_dmail_says_so() {
+        let dmail = |line: u32, text: Option<&str>| {
+            at(
+                line,
+                EntryKind::Message {
+                    role: Role::User,
+                    injection: false,
+                    tool_calls: Vec::new(),
+                    tool_call_id: None,
+                    dmail: text.map(str::to_string),
+                },
+            )
+        };
+        let e = vec![
+            dmail(3, Some("on main: not a branch's first")),
+            user(6),
+            edge(9, "b1", "main", 5),
+            at(10, EntryKind::Undo { count: 1 }),
+            dmail(12, Some("back!")),
+            dmail(14, Some("later prompts don't count")),
+            edge(15, "b2", "b1", 13),
+            at(16, EntryKind::Undo { count: 1 }),
+            user(17),
+            dmail(18, Some("not first")),
+        ];
+        let t = build(&e, 19);
+        assert_eq!(t.branches[0].dmail, None);
+        assert_eq!(t.branches[1].dmail.as_deref(), Some("back!"));
+        assert_eq!(t.branches[2].dmail, None);
+    }
+
+    #[test]
     fn a_mixed_wire_folds_its_old_undos() {
         let e = vec![
             user(3),

@@ -767,6 +767,24 @@ mod tests {
     }
 
     #[test]
+    fn a_dmail_worldline_sent_is_read_with_its_text() {
+        let wire = concat!(
+            "{\"type\":\"context.append_message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"plain\"}],\"origin\":{\"kind\":\"user\",\"clientMetadata\":[{\"other\":1}]}}}\n",
+            "{\"type\":\"context.append_message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"go \"},{\"type\":\"text\",\"text\":\"back\"}],\"id\":\"wl-dmail-1\",\"origin\":{\"kind\":\"user\",\"clientMetadata\":[{\"worldline\":{\"kind\":\"dmail\",\"turns\":1}}]}}}\n",
+        );
+        let ix = WireIndex::parse("w", Path::new("/w"), wire.as_bytes());
+        let dmails: Vec<Option<String>> = ix
+            .entries
+            .iter()
+            .map(|e| match &e.kind {
+                EntryKind::Message { dmail, .. } => dmail.clone(),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(dmails, [None, Some("go back".to_string())]);
+    }
+
+    #[test]
     fn chunked_feeding_equals_whole() {
         let wire = std::fs::read(concat!(
             env!("CARGO_MANIFEST_DIR"),

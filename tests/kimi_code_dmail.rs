@@ -1,0 +1,425 @@
+//! `worldline send` into a Kimi Code session through a scripted fake of its
+//! server (127.0.0.1, the 2.1.0 REST envelope): the order of the four steps,
+//! every refusal writing nothing (no POST), and the exit codes. The real
+//! `kimi web` is driven by tests/kimi_code_bridge.sh.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+const SID: &str = "session_0000aaaa-bbbb-cccc-dddd-eeeeffff0000";
+const TOKEN: &str = "tok-secret";
+
+/// What the fake answers; every request is logged as `METHOD path`.
+#[derive(Default)]
+struct Script {
+    /// Messages oldest first, as `GET …/messages` pages them (newest first).
+    messages: Vec<Value>,
+    /// Messages once an abort ran (a prompt may slip in).
+    after_abort: Option<Vec<Value>>,
+    /// Answers to "busy?" in order; the last one repeats.
+    busy: VecDeque<bool>,
+    loaded: bool,
+    undo: Option<Value>,
+    prompt: Option<Value>,
+    queued: Vec<String>,
+    aborted: bool,
+    log: Vec<String>,
+    bodies: Vec<Value>,
+}
+
+fn ok(data: Value) -> Value {
+    json!({"code": 0, "msg": "success", "data": data})
+}
+
+fn user(id: &str) -> Value {
+    json!({"id": id, "role": "user", "content": [], "metadata": {"origin": {"kind": "user"}}})
+}
+
+fn assistant(id: &str) -> Value {
+    json!({"id": id, "role": "assistant", "content": []})
+}
+
+fn compaction(id: &str) -> Value {
+    json!({"id": id, "role": "user", "content": [], "metadata": {"origin": {"kind": "compaction_summary"}}})
+}
+
+fn answer(s: &mut Script, method: &str, path: &str, auth: bool, body: &Value) -> (u16, Value) {
+    s.log.push(format!("{method} {}", path.split('?').next().unwrap_or(path)));
+    s.bodies.push(body.clone());
+    if !auth {
+        return (401, json!({"code": 40101, "msg": "Unauthorized", "data": null}));
+    }
+    let base = format!("/api/v1/sessions/{SID}");
+    let rest = path.strip_prefix(&base);
+    match (method, rest) {
+        ("GET", Some("")) => {
+            let busy = if s.busy.len() > 1 {
+                s.busy.pop_front().unwrap_or(false)
+            } else {
+                s.busy.front().copied().unwrap_or(false)
+            };
+            let model = if s.loaded { "fake" } else { "" };
+            (200, ok(json!({"id": SID, "busy": busy, "main_turn_active": busy, "agent_config": {"model": model}})))
+        }
+        ("GET", Some(q)) if q.starts_with("/messages") => {
+            let msgs = match (&s.after_abort, s.aborted) {
+                (Some(a), true) => a.clone(),
+                _ => s.messages.clone(),
+            };
+            // Newest first, pages of 2 (to exercise paging), `before_id`.
+            let mut newest: Vec<Value> = msgs.into_iter().rev().collect();
+            if let Some(b) = q.split("before_id=").nth(1) {
+                let at = newest.iter().position(|m| m["id"] == b).map_or(newest.len(), |i| i + 1);
+                newest.drain(..at);
+            }
+            let more = newest.len() > 2;
+            newest.truncate(2);
+            (200, ok(json!({"items": newest, "has_more": more})))
+        }
+        ("GET", Some("/prompts")) => {
+            let q: Vec<Value> = s.queued.iter().map(|p| json!({"prompt_id": p})).collect();
+            (200, ok(json!({"active": {"prompt_id": "running"}, "queued": q})))
+        }
+        ("POST", Some(":abort")) => {
+            s.aborted = true;
+            (200, ok(json!({"aborted": true})))
+        }
+        ("POST", Some(a)) if a.starts_with("/prompts/") && a.ends_with(":abort") => {
+            (200, ok(json!({"aborted": true})))
+        }
+        ("POST", Some(":undo")) => (200, s.undo.clone().unwrap_or_else(|| ok(json!({})))),
+        ("POST", Some("/prompts")) => (
+            200,
+            s.prompt
+                .clone()
+                .unwrap_or_else(|| ok(json!({"prompt_id": body["prompt_id"], "status": "running"}))),
+        ),
+        _ => (200, json!({"code": 40401, "msg": "not found", "data": null})),
+    }
+}
+
+/// Serves `script` on 127.0.0.1 until the test ends; returns the port.
+fn serve(script: Arc<Mutex<Script>>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            if reader.read_line(&mut line).is_err() {
+                continue;
+            }
+            let mut parts = line.split_whitespace();
+            let method = parts.next().unwrap_or("").to_string();
+            let path = parts.next().unwrap_or("").to_string();
+            let (mut len, mut auth) = (0usize, false);
+            loop {
+                let mut h = String::new();
+                if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                    break;
+                }
+                let lower = h.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+                if h.trim_end() == format!("Authorization: Bearer {TOKEN}")
+                    || h.trim_end() == format!("authorization: Bearer {TOKEN}")
+                {
+                    auth = true;
+                }
+            }
+            let mut body = vec![0u8; len];
+            let _ = reader.read_exact(&mut body);
+            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let (status, v) = answer(&mut script.lock().unwrap(), &method, &path, auth, &body);
+            let text = v.to_string();
+            let _ = write!(
+                conn,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+        }
+    });
+    port
+}
+
+/// A Kimi Code home with one session and, when `port` is given, one live
+/// instance file (this test's own pid: alive).
+fn home(port: Option<u16>, token: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let dir = home.join("sessions/wd_p_000000000000").join(SID);
+    std::fs::create_dir_all(dir.join("agents/main")).unwrap();
+    std::fs::write(
+        dir.join("agents/main/wire.jsonl"),
+        "{\"type\":\"metadata\",\"protocol_version\":\"1.5\"}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("state.json"), "{}").unwrap();
+    std::fs::write(home.join("server.token"), token).unwrap();
+    if let Some(port) = port {
+        std::fs::create_dir_all(home.join("server/instances")).unwrap();
+        std::fs::write(
+            home.join("server/instances/01X.json"),
+            json!({"server_id": "01X", "pid": std::process::id(), "host": "127.0.0.1",
+                   "port": port, "heartbeat_at": 0, "host_version": "2.1.0"})
+            .to_string(),
+        )
+        .unwrap();
+    }
+    (tmp, dir)
+}
+
+fn send(home_dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .arg("send")
+        .args(args)
+        .env("KIMI_CODE_HOME", home_dir)
+        .env("KIMI_SHARE_DIR", home_dir.join("no-kimi-cli"))
+        .env_remove("HTTP_PROXY")
+        .env_remove("http_proxy")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn three_turns() -> Vec<Value> {
+    vec![user("u1"), assistant("a1"), user("u2"), assistant("a2"), user("u3"), assistant("a3")]
+}
+
+fn setup(script: Script) -> (Arc<Mutex<Script>>, tempfile::TempDir, PathBuf) {
+    let script = Arc::new(Mutex::new(script));
+    let port = serve(script.clone());
+    let (tmp, dir) = home(Some(port), TOKEN);
+    (script, tmp, dir)
+}
+
+fn posts(s: &Arc<Mutex<Script>>) -> Vec<String> {
+    s.lock().unwrap().log.iter().filter(|l| l.starts_with("POST")).cloned().collect()
+}
+
+#[test]
+fn an_idle_session_is_undone_then_prompted_with_the_dmail() {
+    let (s, tmp, _) = setup(Script {
+        messages: three_turns(),
+        busy: [false].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let (code, out, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "2", "--message", "take the other road"]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(out.contains("2 turn(s) undone"), "{out}");
+    let p = s.lock().unwrap();
+    let posts: Vec<&String> = p.log.iter().filter(|l| l.starts_with("POST")).collect();
+    let base = format!("/api/v1/sessions/{SID}");
+    assert_eq!(posts, [&format!("POST {base}:undo"), &format!("POST {base}/prompts")]);
+    let undo = &p.bodies[p.log.iter().position(|l| l.ends_with(":undo")).unwrap()];
+    assert_eq!(undo, &json!({"count": 2}));
+    let prompt = p.bodies.last().unwrap();
+    assert_eq!(prompt["content"][0]["text"], "take the other road");
+    assert_eq!(prompt["metadata"]["worldline"]["kind"], "dmail");
+    assert_eq!(prompt["metadata"]["worldline"]["turns"], 2);
+    assert!(prompt["prompt_id"].as_str().unwrap().starts_with("wl-dmail-"));
+}
+
+#[test]
+fn keep_turns_undoes_the_rest() {
+    let (s, tmp, _) = setup(Script {
+        messages: three_turns(),
+        busy: [false].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turn", "1", "--message", "x"]);
+    assert_eq!(code, 0, "{err}");
+    let p = s.lock().unwrap();
+    let i = p.log.iter().position(|l| l.ends_with(":undo")).unwrap();
+    assert_eq!(p.bodies[i], json!({"count": 2}));
+}
+
+#[test]
+fn a_running_turn_is_aborted_with_its_queue_first() {
+    let (s, tmp, _) = setup(Script {
+        messages: three_turns(),
+        busy: [false, true, true, false].into(),
+        loaded: true,
+        queued: vec!["q1".into()],
+        ..Script::default()
+    });
+    let (code, out, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "stop"]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(out.contains("running turn aborted"), "{out}");
+    let base = format!("/api/v1/sessions/{SID}");
+    assert_eq!(
+        posts(&s),
+        [
+            format!("POST {base}/prompts/q1:abort"),
+            format!("POST {base}:abort"),
+            format!("POST {base}:undo"),
+            format!("POST {base}/prompts"),
+        ]
+    );
+}
+
+#[test]
+fn a_prompt_slipping_in_during_the_abort_stops_before_the_undo() {
+    let mut after = three_turns();
+    after.push(user("u4"));
+    let (s, tmp, _) = setup(Script {
+        messages: three_turns(),
+        after_abort: Some(after),
+        busy: [false, true, false].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "x"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("slipped in"), "{err}");
+    assert!(!posts(&s).iter().any(|p| p.ends_with(":undo")), "{:?}", posts(&s));
+}
+
+#[test]
+fn refusals_touch_nothing_and_say_kimi_codes_reason() {
+    // Too many turns.
+    let (s, tmp, _) = setup(Script {
+        messages: three_turns(),
+        busy: [true].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "5", "--message", "x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("only 3 of 5 requested turn(s) available"), "{err}");
+    assert!(posts(&s).is_empty(), "a refusal must not abort, undo or prompt: {:?}", posts(&s));
+
+    // A compaction boundary.
+    let (s, tmp, _) = setup(Script {
+        messages: vec![user("u1"), compaction("c"), user("u2")],
+        busy: [false].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "2", "--message", "x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("compaction boundary"), "{err}");
+    assert!(posts(&s).is_empty());
+
+    // The server refuses the undo (a turn started meanwhile): no prompt.
+    let (s, tmp, _) = setup(Script {
+        messages: three_turns(),
+        busy: [false].into(),
+        loaded: true,
+        undo: Some(json!({"code": 40901, "msg": "Cannot undo while a turn is active or queued.", "data": null})),
+        ..Script::default()
+    });
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("slipped in before the undo") && err.contains("nothing was undone"), "{err}");
+    assert!(!posts(&s).iter().any(|p| p.ends_with("/prompts")));
+
+    // Keeping every turn undoes nothing.
+    let (s, tmp, _) = setup(Script {
+        messages: three_turns(),
+        busy: [false].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turn", "3", "--message", "x"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(posts(&s).is_empty());
+}
+
+#[test]
+fn a_dmail_already_in_the_wire_is_not_sent_twice() {
+    let (s, tmp, dir) = setup(Script {
+        messages: three_turns(),
+        busy: [false].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "once"]);
+    assert_eq!(code, 0, "{err}");
+    let pid = s.lock().unwrap().bodies.last().unwrap()["prompt_id"].as_str().unwrap().to_string();
+    // Kimi Code wrote it; the server's history did not change yet (a retry
+    // after a lost answer).
+    let wire = dir.join("agents/main/wire.jsonl");
+    let mut text = std::fs::read_to_string(&wire).unwrap();
+    text.push_str(&format!(
+        "{{\"type\":\"context.append_message\",\"message\":{{\"role\":\"user\",\"content\":[],\"id\":\"{pid}\"}}}}\n"
+    ));
+    std::fs::write(&wire, text).unwrap();
+    s.lock().unwrap().log.clear();
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "once"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("already delivered"), "{err}");
+    assert!(posts(&s).is_empty());
+}
+
+#[test]
+fn no_server_a_wrong_token_or_an_unloaded_session_exit_2() {
+    // No instance file.
+    let (tmp, _) = home(None, TOKEN);
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no Kimi Code server is running") && err.contains("/web"), "{err}");
+
+    // A stale instance file (a dead pid) is no server either.
+    let (tmp, _) = home(Some(1), TOKEN);
+    let inst = tmp.path().join("home/server/instances/01X.json");
+    let stale = std::fs::read_to_string(&inst)
+        .unwrap()
+        .replace(&format!("\"pid\":{}", std::process::id()), "\"pid\":999999999");
+    std::fs::write(&inst, stale).unwrap();
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--status"]);
+    assert_eq!(code, 2, "{err}");
+
+    // The wrong token.
+    let script = Arc::new(Mutex::new(Script { loaded: true, ..Script::default() }));
+    let port = serve(script.clone());
+    let (tmp, _) = home(Some(port), "not-the-token");
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--status"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("token refused (401)"), "{err}");
+
+    // Loaded nowhere: the TUI may have it; refuse and say /web.
+    let (s, tmp, _) = setup(Script { messages: three_turns(), ..Script::default() });
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("not loaded there") && err.contains("/web"), "{err}");
+    assert!(posts(&s).is_empty());
+}
+
+#[test]
+fn status_says_server_load_busy_and_how_far_back() {
+    let (_s, tmp, _) = setup(Script {
+        messages: vec![user("u1"), compaction("c"), user("u2"), user("u3")],
+        busy: [true].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let (code, out, err) = send(&tmp.path().join("home"), &[SID, "--status"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("127.0.0.1:") && out.contains("2.1.0"), "{out}");
+    assert!(out.contains("loaded: yes; busy"), "{out}");
+    assert!(out.contains("turns: 3; a D-Mail may go back 1..=2 turn(s) (undo stops at a compaction)"), "{out}");
+}
+
+#[test]
+fn checkpoints_are_not_turns() {
+    let (s, tmp, _) = setup(Script { messages: three_turns(), loaded: true, ..Script::default() });
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--checkpoint", "1", "--message", "x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("--turns-back"), "{err}");
+    assert!(posts(&s).is_empty());
+}
