@@ -92,6 +92,12 @@ pub trait Source: Sync {
         Err(TurnsError::NoServer(self.no_turns(path)))
     }
 
+    /// For [`DMailRoute::Turns`]: is a server there at all? Cheap (no
+    /// network): the compose box opens only then; `Err` says what to do.
+    fn turns_reachable(&self, path: &Path) -> std::result::Result<(), String> {
+        Err(self.no_turns(path))
+    }
+
     /// Why a session takes no D-Mail by turns.
     fn no_turns(&self, path: &Path) -> String {
         match self.dmail_route(path) {

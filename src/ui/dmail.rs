@@ -12,8 +12,23 @@ impl App {
         let Some(s) = self.session.clone() else {
             return Effect::None;
         };
-        let Some(r) = self.dmail_record() else {
-            self.status = Some(compose::NOT_A_CHECKPOINT.into());
+        // By turns any record of the current world line will do; by
+        // checkpoints the selected ⚑ (or the one a folded step holds).
+        let by_turns = compose::by_turns(&s);
+        let r = if by_turns {
+            self.selected()
+        } else {
+            self.dmail_record()
+        };
+        let Some(r) = r else {
+            self.status = Some(
+                if by_turns {
+                    compose::NOT_A_TURN
+                } else {
+                    compose::NOT_A_CHECKPOINT
+                }
+                .into(),
+            );
             return Effect::None;
         };
         match compose::target_of(&s, self.agent, r) {
@@ -82,7 +97,9 @@ impl App {
             .map_or(0, |a| a.family.lines.len());
         Effect::SendDMail(SendRequest {
             dir: c.target.dir.clone(),
-            checkpoint: c.target.checkpoint,
+            back: c.target.back,
+            session: c.target.session.clone(),
+            tool: c.target.tool,
             message,
             lines_before,
         })
@@ -101,13 +118,18 @@ impl App {
                 if open.is_some() {
                     self.overlay = Overlay::None;
                 }
-                self.status = Some(format!(
-                    "D-Mail accepted: the agent reverts to checkpoint {} at the end of its step",
-                    request.checkpoint
-                ));
+                self.status = Some(match request.back {
+                    compose::Back::Checkpoint(cp) => format!(
+                        "D-Mail accepted: the agent reverts to checkpoint {cp} at the end of its step"
+                    ),
+                    back => format!(
+                        "D-Mail accepted: the agent went {} and takes it as its next prompt",
+                        crate::worldline::revert::back_words(back)
+                    ),
+                });
                 self.pending_jump = Some(PendingJump {
                     dir: request.dir,
-                    checkpoint: request.checkpoint,
+                    back: request.back,
                     message: request.message,
                     lines_before: request.lines_before,
                 });
@@ -136,9 +158,12 @@ impl App {
         let Some((agent, line, r)) = compose::landing(&s, j) else {
             return;
         };
+        let at = match j.back {
+            compose::Back::Checkpoint(cp) => format!("back at checkpoint {cp}"),
+            back => crate::worldline::revert::back_words(back),
+        };
         self.status = Some(format!(
-            "D-Mail landed: back at checkpoint {}, world line {} begins with it",
-            j.checkpoint,
+            "D-Mail landed: {at}, world line {} begins with it",
             line_name(line)
         ));
         self.pending_jump = None;

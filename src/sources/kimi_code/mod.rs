@@ -369,6 +369,10 @@ impl crate::sources::Source for KimiCode {
         crate::denwa::DMailRoute::Turns
     }
 
+    fn turns_reachable(&self, path: &Path) -> std::result::Result<(), String> {
+        server::reachable(&Home::of_session(path))
+    }
+
     fn turns_status(
         &self,
         path: &Path,

@@ -221,16 +221,28 @@ pub struct Served {
     pub busy: bool,
 }
 
+/// Is any server of this home running? Cheap: instance files and pids.
+pub fn reachable(home: &Home) -> Result<(), String> {
+    if instances(home).is_empty() {
+        return Err(no_server(home));
+    }
+    Ok(())
+}
+
+fn no_server(home: &Home) -> String {
+    format!(
+        "no Kimi Code server is running for {} (no live instance in {}); \
+         start `kimi web`, or type /web in the Kimi Code TUI that has the session open",
+        home.dir.display(),
+        home.dir.join("server").join("instances").display()
+    )
+}
+
 /// The server that has session `id` loaded, else why none.
 pub fn server_for(home: &Home, id: &str) -> Result<(Api, Served), String> {
     let live = instances(home);
     if live.is_empty() {
-        return Err(format!(
-            "no Kimi Code server is running for {} (no live instance in {}); \
-             start `kimi web`, or type /web in the Kimi Code TUI that has the session open",
-            home.dir.display(),
-            home.dir.join("server").join("instances").display()
-        ));
+        return Err(no_server(home));
     }
     let token = token(home)?;
     let mut seen = Vec::new();
