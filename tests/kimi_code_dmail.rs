@@ -423,3 +423,45 @@ fn checkpoints_are_not_turns() {
     assert!(err.contains("--turns-back"), "{err}");
     assert!(posts(&s).is_empty());
 }
+
+/// The TUI's send (`ui::compose::send`) takes the same route: the session's
+/// home is found from its directory, the server from its instance file.
+#[test]
+fn the_tui_send_goes_through_the_same_steps() {
+    use worldline::ui::compose::{send as tui_send, Back, Reply, SendRequest};
+    let (s, _tmp, dir) = setup(Script {
+        messages: three_turns(),
+        busy: [false].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let req = SendRequest {
+        dir: dir.join("agents/main"),
+        back: Back::Turns(1),
+        session: dir.clone(),
+        tool: worldline::sources::Tool::KimiCode,
+        message: "from the TUI".into(),
+        lines_before: 1,
+    };
+    assert_eq!(tui_send(&req), Reply::Accepted);
+    let base = format!("/api/v1/sessions/{SID}");
+    assert_eq!(posts(&s), [format!("POST {base}:undo"), format!("POST {base}/prompts")]);
+
+    // Refused: the reason comes back for the compose box.
+    let (_s, _tmp, dir) = setup(Script {
+        messages: three_turns(),
+        busy: [false].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let req = SendRequest {
+        back: Back::Turns(7),
+        session: dir.clone(),
+        dir: dir.join("agents/main"),
+        ..req
+    };
+    match tui_send(&req) {
+        Reply::Refused(why) => assert!(why.contains("only 3 of 7"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}

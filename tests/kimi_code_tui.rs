@@ -101,3 +101,41 @@ fn two_undo_branches_and_a_compaction_read_at_both_sizes() {
         assert!(screen.contains("compacted here"), "{w}x{h}:\n{screen}");
     }
 }
+
+/// `d` on a turn of the current branch composes a D-Mail back to it (by
+/// turns: a Kimi Code server undoes turns, it has no checkpoints); a turn
+/// behind a compaction can't be reached.
+#[test]
+fn d_on_a_turn_composes_a_dmail_by_turns() {
+    use worldline::ui::app::{Action, Denwa, Effect, Overlay};
+    use worldline::ui::compose::{Back, ACROSS_COMPACTION};
+    let mut a = app(100, 30);
+    select(&mut a, "Turn 6");
+    let Effect::Probe(target) = a.update(Action::DMail) else {
+        panic!("d on the last turn should probe: {:?}", a.status)
+    };
+    assert_eq!(target.back, Back::Turns(1));
+    assert_eq!(target.agent, 0);
+    a.update(Denwa::Probed {
+        target: target.clone(),
+        live: true,
+    });
+    assert!(matches!(a.overlay, Overlay::Compose(_)));
+    let screen = render(&mut a);
+    assert!(screen.contains("D-Mail → 1 turn back"), "{screen}");
+    assert!(screen.contains("going 1 turn back discards"), "{screen}");
+    a.update(Action::ComposeCancel);
+
+    // Behind the compaction: refused with the reason, nothing probed.
+    select(&mut a, "Turn 4");
+    assert!(matches!(a.update(Action::DMail), Effect::None));
+    assert_eq!(a.status.as_deref(), Some(ACROSS_COMPACTION));
+
+    // No server: the probe says what to do (start kimi web, or /web).
+    a.update(Denwa::Probed {
+        target,
+        live: false,
+    });
+    let status = a.status.clone().unwrap_or_default();
+    assert!(status.contains("/web"), "{status}");
+}
