@@ -22,6 +22,10 @@ struct Script {
     messages: Vec<Value>,
     /// Messages once an abort ran (a prompt may slip in).
     after_abort: Option<Vec<Value>>,
+    /// Messages from the second listing on (a prompt slipped in, its turn
+    /// already over).
+    second_listing: Option<Vec<Value>>,
+    listings: usize,
     /// Answers to "busy?" in order; the last one repeats.
     busy: VecDeque<bool>,
     loaded: bool,
@@ -68,8 +72,12 @@ fn answer(s: &mut Script, method: &str, path: &str, auth: bool, body: &Value) ->
             (200, ok(json!({"id": SID, "busy": busy, "main_turn_active": busy, "agent_config": {"model": model}})))
         }
         ("GET", Some(q)) if q.starts_with("/messages") => {
-            let msgs = match (&s.after_abort, s.aborted) {
-                (Some(a), true) => a.clone(),
+            if !q.contains("before_id=") {
+                s.listings += 1;
+            }
+            let msgs = match (&s.after_abort, s.aborted, &s.second_listing) {
+                (Some(a), true, _) => a.clone(),
+                (_, _, Some(m)) if s.listings >= 2 => m.clone(),
                 _ => s.messages.clone(),
             };
             // Newest first, pages of 2 (to exercise paging), `before_id`.
@@ -464,4 +472,40 @@ fn the_tui_send_goes_through_the_same_steps() {
         Reply::Refused(why) => assert!(why.contains("only 3 of 7"), "{why}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn the_same_dmail_just_delivered_is_not_sent_again() {
+    let mut msgs = three_turns();
+    msgs.push(json!({"id": "wl-dmail-0123456789abcdef", "role": "user",
+                     "content": [{"type": "text", "text": "again?"}],
+                     "metadata": {"origin": {"kind": "user"}}}));
+    let (s, tmp, _) = setup(Script {
+        messages: msgs,
+        busy: [false].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "again?"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("just delivered"), "{err}");
+    assert!(posts(&s).is_empty());
+}
+
+#[test]
+fn a_prompt_slipping_in_before_the_undo_stops_it() {
+    let mut later = three_turns();
+    later.push(user("u4"));
+    later.push(assistant("a4"));
+    let (s, tmp, _) = setup(Script {
+        messages: three_turns(),
+        second_listing: Some(later),
+        busy: [false].into(),
+        loaded: true,
+        ..Script::default()
+    });
+    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("slipped in before the undo") && err.contains("nothing was undone"), "{err}");
+    assert!(posts(&s).is_empty(), "{:?}", posts(&s));
 }

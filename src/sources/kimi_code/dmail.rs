@@ -38,6 +38,8 @@ pub struct Msg {
     pub in_turn: bool,
     /// `origin.trigger` (skills and plugin commands typed by the user).
     pub trigger: Option<String>,
+    /// Its text parts, joined.
+    pub text: String,
 }
 
 impl Msg {
@@ -49,6 +51,17 @@ impl Msg {
             origin: s("/metadata/origin/kind"),
             in_turn: v.pointer("/metadata/origin/inTurn").and_then(Value::as_bool) == Some(true),
             trigger: s("/metadata/origin/trigger"),
+            text: v
+                .get("content")
+                .and_then(Value::as_array)
+                .map(|parts| {
+                    parts
+                        .iter()
+                        .filter_map(|p| p.get("text").and_then(Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join("")
+                })
+                .unwrap_or_default(),
         }
     }
 
@@ -232,21 +245,36 @@ pub fn send(home: &Home, dir: &Path, back: Back, message: &str) -> Result<TurnsS
             "this D-Mail was already delivered (prompt {pid} is in the wire); nothing was changed"
         )));
     }
-    let newest = msgs.iter().rev().find(|m| m.is_anchor()).map(|m| m.id.clone());
+    let newest_msg = msgs.iter().rev().find(|m| m.is_anchor());
+    // The same D-Mail just delivered (a retry after a lost answer): its
+    // turn is the newest; sending it again would undo it.
+    if let Some(m) = newest_msg.filter(|m| m.id.starts_with("wl-dmail-") && m.text == message) {
+        return Err(TurnsError::Refused(format!(
+            "this D-Mail was just delivered (prompt {}); nothing was changed",
+            m.id
+        )));
+    }
+    let newest = newest_msg.map(|m| m.id.clone());
     // (2) A running turn is aborted first, and its queued prompts with it.
     let mut aborted = false;
     if server::busy(&api, &id).map_err(TurnsError::Failed)? {
         abort(&api, &id)?;
         aborted = true;
-        let now = messages(&api, &id)?;
-        let newest_now = now.iter().rev().find(|m| m.is_anchor()).map(|m| m.id.clone());
-        if newest_now != newest {
-            return Err(TurnsError::Refused(
-                "a prompt slipped in while the running turn was aborted: the turn was aborted, \
-                 nothing was undone; look at the session and send again"
-                    .into(),
-            ));
-        }
+    }
+    // Just before the undo, the newest turn must still be the one checked:
+    // else a prompt slipped in and the undo would take it instead.
+    let now = messages(&api, &id)?;
+    let newest_now = now.iter().rev().find(|m| m.is_anchor()).map(|m| m.id.clone());
+    if newest_now != newest {
+        return Err(TurnsError::Refused(format!(
+            "a prompt slipped in {}: {}nothing was undone; look at the session and send again",
+            if aborted {
+                "while the running turn was aborted"
+            } else {
+                "before the undo"
+            },
+            if aborted { "the turn was aborted, " } else { "" }
+        )));
     }
     // (3) The undo.
     let r = api
@@ -370,6 +398,7 @@ mod tests {
             origin: origin.map(str::to_string),
             in_turn: false,
             trigger: None,
+            text: String::new(),
         }
     }
 
