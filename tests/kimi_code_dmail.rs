@@ -509,3 +509,71 @@ fn a_prompt_slipping_in_before_the_undo_stops_it() {
     assert!(err.contains("slipped in before the undo") && err.contains("nothing was undone"), "{err}");
     assert!(posts(&s).is_empty(), "{:?}", posts(&s));
 }
+
+/// A wire as Kimi Code 2.1.0 writes a D-Mail worldline sent (lines taken
+/// from a real recording, trimmed): undo edge, undo, undone, then the
+/// D-Mail's prompt with its metadata.
+fn dmail_wire() -> String {
+    let lines = [
+        r#"{"type":"metadata","protocol_version":"1.5","created_at":1796396288116}"#,
+        r#"{"type":"turn.prompt","agentId":"main","input":[{"type":"text","text":"D1: first."}],"origin":{"kind":"user"},"promptId":"m1","turnId":0,"time":1796396288266}"#,
+        r#"{"type":"context.append_message","agentId":"main","message":{"role":"user","content":[{"type":"text","text":"D1: first."}],"id":"m1","toolCalls":[],"origin":{"kind":"user"}},"time":1796396288267}"#,
+        r#"{"type":"context.append_loop_event","agentId":"main","event":{"type":"step.begin","uuid":"s1","turnId":"0","step":1},"time":1796396288274}"#,
+        r#"{"type":"context.append_loop_event","agentId":"main","event":{"type":"content.part","uuid":"p1","turnId":"0","step":1,"stepUuid":"s1","part":{"type":"text","text":"Scripted reply to: D1: first."}},"time":1796396288329}"#,
+        r#"{"type":"context.append_loop_event","agentId":"main","event":{"type":"step.end","uuid":"s1","turnId":"0","step":1,"finishReason":"end_turn"},"time":1796396288330}"#,
+        r#"{"type":"turn.prompt","agentId":"main","input":[{"type":"text","text":"D2: the wrong road."}],"origin":{"kind":"user"},"promptId":"m2","turnId":1,"time":1796396288610}"#,
+        r#"{"type":"context.append_message","agentId":"main","message":{"role":"user","content":[{"type":"text","text":"D2: the wrong road."}],"id":"m2","toolCalls":[],"origin":{"kind":"user"}},"time":1796396288610}"#,
+        r#"{"type":"context.append_loop_event","agentId":"main","event":{"type":"step.begin","uuid":"s2","turnId":"1","step":1},"time":1796396288614}"#,
+        r#"{"type":"context.append_loop_event","agentId":"main","event":{"type":"content.part","uuid":"p2","turnId":"1","step":1,"stepUuid":"s2","part":{"type":"text","text":"On the wrong road."}},"time":1796396288759}"#,
+        r#"{"type":"context.append_loop_event","agentId":"main","event":{"type":"step.end","uuid":"s2","turnId":"1","step":1,"finishReason":"end_turn"},"time":1796396288760}"#,
+        r#"{"type":"agent.switched","agentId":"main","branch":"b1","reason":"undo","base":{"branch":"main","line":6},"turns":1,"legacyUndoLine":13,"time":1796396290458}"#,
+        r#"{"type":"context.undo","agentId":"main","count":1,"time":1796396290458}"#,
+        r#"{"type":"context.undone","agentId":"main","turns":1,"fromTurnId":1,"time":1796396290458}"#,
+        r#"{"type":"turn.prompt","agentId":"main","input":[{"type":"text","text":"Take the second road."}],"origin":{"kind":"user","clientMetadata":[{"worldline":{"kind":"dmail","turns":1}}]},"promptId":"wl-dmail-dc4aa9c84f0966ac","turnId":2,"time":1796396290564}"#,
+        r#"{"type":"context.append_message","agentId":"main","message":{"role":"user","content":[{"type":"text","text":"Take the second road."}],"id":"wl-dmail-dc4aa9c84f0966ac","toolCalls":[],"origin":{"kind":"user","clientMetadata":[{"worldline":{"kind":"dmail","turns":1}}]}},"time":1796396290564}"#,
+        r#"{"type":"context.append_loop_event","agentId":"main","event":{"type":"step.begin","uuid":"s3","turnId":"2","step":1},"time":1796396290583}"#,
+        r#"{"type":"context.append_loop_event","agentId":"main","event":{"type":"content.part","uuid":"p3","turnId":"2","step":1,"stepUuid":"s3","part":{"type":"text","text":"On the second road."}},"time":1796396290615}"#,
+        r#"{"type":"context.append_loop_event","agentId":"main","event":{"type":"step.end","uuid":"s3","turnId":"2","step":1,"finishReason":"end_turn"},"time":1796396290616}"#,
+    ];
+    lines.join("\n") + "\n"
+}
+
+fn tree(dir: &Path, format: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["tree", "--format", format])
+        .arg(dir)
+        .env("KIMI_CODE_HOME", dir.join("no-home"))
+        .env("KIMI_SHARE_DIR", dir.join("no-kimi-cli"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_dmail_branch_reads_as_one_in_every_format() {
+    let (_tmp, dir) = home(None, TOKEN);
+    std::fs::write(dir.join("agents/main/wire.jsonl"), dmail_wire()).unwrap();
+    let v: Value = serde_json::from_str(&tree(&dir, "json")).unwrap();
+    let b1 = &v["world_lines"][1];
+    assert_eq!(b1["branch"], "b1");
+    assert_eq!(b1["current"], true);
+    assert_eq!(b1["fork"]["kind"], "dmail");
+    assert_eq!(b1["fork"]["turns"], 1);
+    assert_eq!(b1["fork"]["message"], "Take the second road.");
+    assert_eq!(b1["fork"]["line"], 6);
+    assert_eq!(v["warnings"], json!([]));
+    let text = tree(&dir, "text");
+    assert!(text.contains("D-Mail → 1 turn back") && text.contains("Take the second road."), "{text}");
+    for format in ["mermaid", "dot", "svg", "html"] {
+        let out = tree(&dir, format);
+        assert!(out.contains("1 turn back"), "{format}: {out}");
+        assert!(out.contains("Take the second road"), "{format}");
+    }
+    // An undo worldline did not make stays an undo.
+    let plain = dmail_wire().replace(r#","clientMetadata":[{"worldline":{"kind":"dmail","turns":1}}]"#, "");
+    std::fs::write(dir.join("agents/main/wire.jsonl"), plain).unwrap();
+    let v: Value = serde_json::from_str(&tree(&dir, "json")).unwrap();
+    assert_eq!(v["world_lines"][1]["fork"]["kind"], "undo");
+    assert_eq!(v["world_lines"][1]["fork"]["message"], Value::Null);
+}
