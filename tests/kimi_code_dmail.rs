@@ -54,10 +54,16 @@ fn compaction(id: &str) -> Value {
 }
 
 fn answer(s: &mut Script, method: &str, path: &str, auth: bool, body: &Value) -> (u16, Value) {
-    s.log.push(format!("{method} {}", path.split('?').next().unwrap_or(path)));
+    s.log.push(format!(
+        "{method} {}",
+        path.split('?').next().unwrap_or(path)
+    ));
     s.bodies.push(body.clone());
     if !auth {
-        return (401, json!({"code": 40101, "msg": "Unauthorized", "data": null}));
+        return (
+            401,
+            json!({"code": 40101, "msg": "Unauthorized", "data": null}),
+        );
     }
     let base = format!("/api/v1/sessions/{SID}");
     let rest = path.strip_prefix(&base);
@@ -69,7 +75,12 @@ fn answer(s: &mut Script, method: &str, path: &str, auth: bool, body: &Value) ->
                 s.busy.front().copied().unwrap_or(false)
             };
             let model = if s.loaded { "fake" } else { "" };
-            (200, ok(json!({"id": SID, "busy": busy, "main_turn_active": busy, "agent_config": {"model": model}})))
+            (
+                200,
+                ok(
+                    json!({"id": SID, "busy": busy, "main_turn_active": busy, "agent_config": {"model": model}}),
+                ),
+            )
         }
         ("GET", Some(q)) if q.starts_with("/messages") => {
             if !q.contains("before_id=") {
@@ -83,7 +94,10 @@ fn answer(s: &mut Script, method: &str, path: &str, auth: bool, body: &Value) ->
             // Newest first, pages of 2 (to exercise paging), `before_id`.
             let mut newest: Vec<Value> = msgs.into_iter().rev().collect();
             if let Some(b) = q.split("before_id=").nth(1) {
-                let at = newest.iter().position(|m| m["id"] == b).map_or(newest.len(), |i| i + 1);
+                let at = newest
+                    .iter()
+                    .position(|m| m["id"] == b)
+                    .map_or(newest.len(), |i| i + 1);
                 newest.drain(..at);
             }
             let more = newest.len() > 2;
@@ -92,7 +106,10 @@ fn answer(s: &mut Script, method: &str, path: &str, auth: bool, body: &Value) ->
         }
         ("GET", Some("/prompts")) => {
             let q: Vec<Value> = s.queued.iter().map(|p| json!({"prompt_id": p})).collect();
-            (200, ok(json!({"active": {"prompt_id": "running"}, "queued": q})))
+            (
+                200,
+                ok(json!({"active": {"prompt_id": "running"}, "queued": q})),
+            )
         }
         ("POST", Some(":abort")) => {
             s.aborted = true;
@@ -104,11 +121,14 @@ fn answer(s: &mut Script, method: &str, path: &str, auth: bool, body: &Value) ->
         ("POST", Some(":undo")) => (200, s.undo.clone().unwrap_or_else(|| ok(json!({})))),
         ("POST", Some("/prompts")) => (
             200,
-            s.prompt
-                .clone()
-                .unwrap_or_else(|| ok(json!({"prompt_id": body["prompt_id"], "status": "running"}))),
+            s.prompt.clone().unwrap_or_else(|| {
+                ok(json!({"prompt_id": body["prompt_id"], "status": "running"}))
+            }),
         ),
-        _ => (200, json!({"code": 40401, "msg": "not found", "data": null})),
+        _ => (
+            200,
+            json!({"code": 40401, "msg": "not found", "data": null}),
+        ),
     }
 }
 
@@ -203,7 +223,14 @@ fn send(home_dir: &Path, args: &[&str]) -> (i32, String, String) {
 }
 
 fn three_turns() -> Vec<Value> {
-    vec![user("u1"), assistant("a1"), user("u2"), assistant("a2"), user("u3"), assistant("a3")]
+    vec![
+        user("u1"),
+        assistant("a1"),
+        user("u2"),
+        assistant("a2"),
+        user("u3"),
+        assistant("a3"),
+    ]
 }
 
 fn setup(script: Script) -> (Arc<Mutex<Script>>, tempfile::TempDir, PathBuf) {
@@ -214,7 +241,13 @@ fn setup(script: Script) -> (Arc<Mutex<Script>>, tempfile::TempDir, PathBuf) {
 }
 
 fn posts(s: &Arc<Mutex<Script>>) -> Vec<String> {
-    s.lock().unwrap().log.iter().filter(|l| l.starts_with("POST")).cloned().collect()
+    s.lock()
+        .unwrap()
+        .log
+        .iter()
+        .filter(|l| l.starts_with("POST"))
+        .cloned()
+        .collect()
 }
 
 #[test]
@@ -225,20 +258,32 @@ fn an_idle_session_is_undone_then_prompted_with_the_dmail() {
         loaded: true,
         ..Script::default()
     });
-    let (code, out, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "2", "--message", "take the other road"]);
+    let (code, out, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "2", "--message", "take the other road"],
+    );
     assert_eq!(code, 0, "{out} {err}");
     assert!(out.contains("2 turn(s) undone"), "{out}");
     let p = s.lock().unwrap();
     let posts: Vec<&String> = p.log.iter().filter(|l| l.starts_with("POST")).collect();
     let base = format!("/api/v1/sessions/{SID}");
-    assert_eq!(posts, [&format!("POST {base}:undo"), &format!("POST {base}/prompts")]);
+    assert_eq!(
+        posts,
+        [
+            &format!("POST {base}:undo"),
+            &format!("POST {base}/prompts")
+        ]
+    );
     let undo = &p.bodies[p.log.iter().position(|l| l.ends_with(":undo")).unwrap()];
     assert_eq!(undo, &json!({"count": 2}));
     let prompt = p.bodies.last().unwrap();
     assert_eq!(prompt["content"][0]["text"], "take the other road");
     assert_eq!(prompt["metadata"]["worldline"]["kind"], "dmail");
     assert_eq!(prompt["metadata"]["worldline"]["turns"], 2);
-    assert!(prompt["prompt_id"].as_str().unwrap().starts_with("wl-dmail-"));
+    assert!(prompt["prompt_id"]
+        .as_str()
+        .unwrap()
+        .starts_with("wl-dmail-"));
 }
 
 #[test]
@@ -249,7 +294,10 @@ fn keep_turns_undoes_the_rest() {
         loaded: true,
         ..Script::default()
     });
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turn", "1", "--message", "x"]);
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turn", "1", "--message", "x"],
+    );
     assert_eq!(code, 0, "{err}");
     let p = s.lock().unwrap();
     let i = p.log.iter().position(|l| l.ends_with(":undo")).unwrap();
@@ -265,7 +313,10 @@ fn a_running_turn_is_aborted_with_its_queue_first() {
         queued: vec!["q1".into()],
         ..Script::default()
     });
-    let (code, out, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "stop"]);
+    let (code, out, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "1", "--message", "stop"],
+    );
     assert_eq!(code, 0, "{out} {err}");
     assert!(out.contains("running turn aborted"), "{out}");
     let base = format!("/api/v1/sessions/{SID}");
@@ -291,10 +342,17 @@ fn a_prompt_slipping_in_during_the_abort_stops_before_the_undo() {
         loaded: true,
         ..Script::default()
     });
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "x"]);
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "1", "--message", "x"],
+    );
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("slipped in"), "{err}");
-    assert!(!posts(&s).iter().any(|p| p.ends_with(":undo")), "{:?}", posts(&s));
+    assert!(
+        !posts(&s).iter().any(|p| p.ends_with(":undo")),
+        "{:?}",
+        posts(&s)
+    );
 }
 
 #[test]
@@ -306,10 +364,20 @@ fn refusals_touch_nothing_and_say_kimi_codes_reason() {
         loaded: true,
         ..Script::default()
     });
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "5", "--message", "x"]);
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "5", "--message", "x"],
+    );
     assert_eq!(code, 1);
-    assert!(err.contains("only 3 of 5 requested turn(s) available"), "{err}");
-    assert!(posts(&s).is_empty(), "a refusal must not abort, undo or prompt: {:?}", posts(&s));
+    assert!(
+        err.contains("only 3 of 5 requested turn(s) available"),
+        "{err}"
+    );
+    assert!(
+        posts(&s).is_empty(),
+        "a refusal must not abort, undo or prompt: {:?}",
+        posts(&s)
+    );
 
     // A compaction boundary.
     let (s, tmp, _) = setup(Script {
@@ -318,7 +386,10 @@ fn refusals_touch_nothing_and_say_kimi_codes_reason() {
         loaded: true,
         ..Script::default()
     });
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "2", "--message", "x"]);
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "2", "--message", "x"],
+    );
     assert_eq!(code, 1);
     assert!(err.contains("compaction boundary"), "{err}");
     assert!(posts(&s).is_empty());
@@ -328,12 +399,20 @@ fn refusals_touch_nothing_and_say_kimi_codes_reason() {
         messages: three_turns(),
         busy: [false].into(),
         loaded: true,
-        undo: Some(json!({"code": 40901, "msg": "Cannot undo while a turn is active or queued.", "data": null})),
+        undo: Some(
+            json!({"code": 40901, "msg": "Cannot undo while a turn is active or queued.", "data": null}),
+        ),
         ..Script::default()
     });
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "x"]);
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "1", "--message", "x"],
+    );
     assert_eq!(code, 1);
-    assert!(err.contains("slipped in before the undo") && err.contains("nothing was undone"), "{err}");
+    assert!(
+        err.contains("slipped in before the undo") && err.contains("nothing was undone"),
+        "{err}"
+    );
     assert!(!posts(&s).iter().any(|p| p.ends_with("/prompts")));
 
     // Keeping every turn undoes nothing.
@@ -343,7 +422,10 @@ fn refusals_touch_nothing_and_say_kimi_codes_reason() {
         loaded: true,
         ..Script::default()
     });
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turn", "3", "--message", "x"]);
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turn", "3", "--message", "x"],
+    );
     assert_eq!(code, 1, "{err}");
     assert!(posts(&s).is_empty());
 }
@@ -356,9 +438,15 @@ fn a_dmail_already_in_the_wire_is_not_sent_twice() {
         loaded: true,
         ..Script::default()
     });
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "once"]);
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "1", "--message", "once"],
+    );
     assert_eq!(code, 0, "{err}");
-    let pid = s.lock().unwrap().bodies.last().unwrap()["prompt_id"].as_str().unwrap().to_string();
+    let pid = s.lock().unwrap().bodies.last().unwrap()["prompt_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     // Kimi Code wrote it; the server's history did not change yet (a retry
     // after a lost answer).
     let wire = dir.join("agents/main/wire.jsonl");
@@ -368,7 +456,10 @@ fn a_dmail_already_in_the_wire_is_not_sent_twice() {
     ));
     std::fs::write(&wire, text).unwrap();
     s.lock().unwrap().log.clear();
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "once"]);
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "1", "--message", "once"],
+    );
     assert_eq!(code, 1);
     assert!(err.contains("already delivered"), "{err}");
     assert!(posts(&s).is_empty());
@@ -378,22 +469,32 @@ fn a_dmail_already_in_the_wire_is_not_sent_twice() {
 fn no_server_a_wrong_token_or_an_unloaded_session_exit_2() {
     // No instance file.
     let (tmp, _) = home(None, TOKEN);
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "x"]);
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "1", "--message", "x"],
+    );
     assert_eq!(code, 2);
-    assert!(err.contains("no Kimi Code server is running") && err.contains("/web"), "{err}");
+    assert!(
+        err.contains("no Kimi Code server is running") && err.contains("/web"),
+        "{err}"
+    );
 
     // A stale instance file (a dead pid) is no server either.
     let (tmp, _) = home(Some(1), TOKEN);
     let inst = tmp.path().join("home/server/instances/01X.json");
-    let stale = std::fs::read_to_string(&inst)
-        .unwrap()
-        .replace(&format!("\"pid\":{}", std::process::id()), "\"pid\":999999999");
+    let stale = std::fs::read_to_string(&inst).unwrap().replace(
+        &format!("\"pid\":{}", std::process::id()),
+        "\"pid\":999999999",
+    );
     std::fs::write(&inst, stale).unwrap();
     let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--status"]);
     assert_eq!(code, 2, "{err}");
 
     // The wrong token.
-    let script = Arc::new(Mutex::new(Script { loaded: true, ..Script::default() }));
+    let script = Arc::new(Mutex::new(Script {
+        loaded: true,
+        ..Script::default()
+    }));
     let port = serve(script.clone());
     let (tmp, _) = home(Some(port), "not-the-token");
     let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--status"]);
@@ -401,10 +502,19 @@ fn no_server_a_wrong_token_or_an_unloaded_session_exit_2() {
     assert!(err.contains("token refused (401)"), "{err}");
 
     // Loaded nowhere: the TUI may have it; refuse and say /web.
-    let (s, tmp, _) = setup(Script { messages: three_turns(), ..Script::default() });
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "x"]);
+    let (s, tmp, _) = setup(Script {
+        messages: three_turns(),
+        ..Script::default()
+    });
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "1", "--message", "x"],
+    );
     assert_eq!(code, 2);
-    assert!(err.contains("not loaded there") && err.contains("/web"), "{err}");
+    assert!(
+        err.contains("not loaded there") && err.contains("/web"),
+        "{err}"
+    );
     assert!(posts(&s).is_empty());
 }
 
@@ -420,13 +530,23 @@ fn status_says_server_load_busy_and_how_far_back() {
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("127.0.0.1:") && out.contains("2.1.0"), "{out}");
     assert!(out.contains("loaded: yes; busy"), "{out}");
-    assert!(out.contains("turns: 3; a D-Mail may go back 1..=2 turn(s) (undo stops at a compaction)"), "{out}");
+    assert!(
+        out.contains("turns: 3; a D-Mail may go back 1..=2 turn(s) (undo stops at a compaction)"),
+        "{out}"
+    );
 }
 
 #[test]
 fn checkpoints_are_not_turns() {
-    let (s, tmp, _) = setup(Script { messages: three_turns(), loaded: true, ..Script::default() });
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--checkpoint", "1", "--message", "x"]);
+    let (s, tmp, _) = setup(Script {
+        messages: three_turns(),
+        loaded: true,
+        ..Script::default()
+    });
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--checkpoint", "1", "--message", "x"],
+    );
     assert_eq!(code, 2);
     assert!(err.contains("--turns-back"), "{err}");
     assert!(posts(&s).is_empty());
@@ -453,7 +573,10 @@ fn the_tui_send_goes_through_the_same_steps() {
     };
     assert_eq!(tui_send(&req), Reply::Accepted);
     let base = format!("/api/v1/sessions/{SID}");
-    assert_eq!(posts(&s), [format!("POST {base}:undo"), format!("POST {base}/prompts")]);
+    assert_eq!(
+        posts(&s),
+        [format!("POST {base}:undo"), format!("POST {base}/prompts")]
+    );
 
     // Refused: the reason comes back for the compose box.
     let (_s, _tmp, dir) = setup(Script {
@@ -486,7 +609,10 @@ fn the_same_dmail_just_delivered_is_not_sent_again() {
         loaded: true,
         ..Script::default()
     });
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "again?"]);
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "1", "--message", "again?"],
+    );
     assert_eq!(code, 1);
     assert!(err.contains("just delivered"), "{err}");
     assert!(posts(&s).is_empty());
@@ -504,9 +630,15 @@ fn a_prompt_slipping_in_before_the_undo_stops_it() {
         loaded: true,
         ..Script::default()
     });
-    let (code, _, err) = send(&tmp.path().join("home"), &[SID, "--turns-back", "1", "--message", "x"]);
+    let (code, _, err) = send(
+        &tmp.path().join("home"),
+        &[SID, "--turns-back", "1", "--message", "x"],
+    );
     assert_eq!(code, 1);
-    assert!(err.contains("slipped in before the undo") && err.contains("nothing was undone"), "{err}");
+    assert!(
+        err.contains("slipped in before the undo") && err.contains("nothing was undone"),
+        "{err}"
+    );
     assert!(posts(&s).is_empty(), "{:?}", posts(&s));
 }
 
@@ -546,7 +678,11 @@ fn tree(dir: &Path, format: &str) -> String {
         .env("KIMI_SHARE_DIR", dir.join("no-kimi-cli"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -564,14 +700,20 @@ fn a_dmail_branch_reads_as_one_in_every_format() {
     assert_eq!(b1["fork"]["line"], 6);
     assert_eq!(v["warnings"], json!([]));
     let text = tree(&dir, "text");
-    assert!(text.contains("D-Mail → 1 turn back") && text.contains("Take the second road."), "{text}");
+    assert!(
+        text.contains("D-Mail → 1 turn back") && text.contains("Take the second road."),
+        "{text}"
+    );
     for format in ["mermaid", "dot", "svg", "html"] {
         let out = tree(&dir, format);
         assert!(out.contains("1 turn back"), "{format}: {out}");
         assert!(out.contains("Take the second road"), "{format}");
     }
     // An undo worldline did not make stays an undo.
-    let plain = dmail_wire().replace(r#","clientMetadata":[{"worldline":{"kind":"dmail","turns":1}}]"#, "");
+    let plain = dmail_wire().replace(
+        r#","clientMetadata":[{"worldline":{"kind":"dmail","turns":1}}]"#,
+        "",
+    );
     std::fs::write(dir.join("agents/main/wire.jsonl"), plain).unwrap();
     let v: Value = serde_json::from_str(&tree(&dir, "json")).unwrap();
     assert_eq!(v["world_lines"][1]["fork"]["kind"], "undo");

@@ -112,12 +112,8 @@ pub fn send_command(args: &SendOptions) -> anyhow::Result<ExitCode> {
 fn message_of(args: &SendOptions) -> Result<String, ExitCode> {
     let message = match &args.message {
         Some(m) => m.clone(),
-        None => read_stdin_message().map_err(|e| {
-            fail(
-                UNREACHABLE,
-                &format!("reading the D-Mail from stdin: {e}"),
-            )
-        })?,
+        None => read_stdin_message()
+            .map_err(|e| fail(UNREACHABLE, &format!("reading the D-Mail from stdin: {e}")))?,
     };
     if message.trim().is_empty() {
         return Err(fail(UNREACHABLE, "the D-Mail message is empty"));
@@ -140,22 +136,21 @@ fn send_turns(args: &SendOptions, source: &dyn Source, path: &Path) -> ExitCode 
             Err(e) => fail(code_of(&e), &e.to_string()),
         };
     }
-    let back = match (args.turns_back, args.keep_turns, args.checkpoint) {
-        (Some(n), None, None) => Back::Turns(n),
-        (None, Some(k), None) => Back::KeepTurns(k),
-        (None, None, Some(_)) => {
-            return fail(
+    let back =
+        match (args.turns_back, args.keep_turns, args.checkpoint) {
+            (Some(n), None, None) => Back::Turns(n),
+            (None, Some(k), None) => Back::KeepTurns(k),
+            (None, None, Some(_)) => return fail(
                 UNREACHABLE,
                 "this session goes back by turns, not checkpoints: use --turns-back N or --turn K",
-            )
-        }
-        _ => {
-            return fail(
-                UNREACHABLE,
-                "say how far back: --turns-back N or --turn K (or use --status)",
-            )
-        }
-    };
+            ),
+            _ => {
+                return fail(
+                    UNREACHABLE,
+                    "say how far back: --turns-back N or --turn K (or use --status)",
+                )
+            }
+        };
     let message = match message_of(args) {
         Ok(m) => m,
         Err(code) => return code,
@@ -192,7 +187,11 @@ pub fn turns_status_text(session: &str, st: &TurnsStatus) -> String {
     out.push_str(&format!(
         "loaded: {}; {}\n",
         if st.loaded { "yes" } else { "no" },
-        if st.busy { "busy (a turn runs)" } else { "idle" }
+        if st.busy {
+            "busy (a turn runs)"
+        } else {
+            "idle"
+        }
     ));
     out.push_str(&format!(
         "turns: {}; a D-Mail may go back 1..={} turn(s){}\n",
@@ -217,7 +216,11 @@ pub fn resolve_target(target: &str) -> Result<PathBuf, crate::Error> {
         Ok(m) if m.file_type().is_socket() => Ok(path.to_owned()),
         // A session of any agent, or a file inside one (a Kimi Code wire).
         Ok(_) if crate::sources::source_for(path).is_some() => Ok(path.to_owned()),
-        Ok(_) if crate::sources::SOURCES.iter().any(|s| s.session_of(path).is_some()) => {
+        Ok(_)
+            if crate::sources::SOURCES
+                .iter()
+                .any(|s| s.session_of(path).is_some()) =>
+        {
             Ok(crate::sources::SOURCES
                 .iter()
                 .find_map(|s| s.session_of(path))
@@ -230,9 +233,10 @@ pub fn resolve_target(target: &str) -> Result<PathBuf, crate::Error> {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."))
             .to_owned()),
-        Err(_) => {
-            crate::sources::lookup::resolve(Some(target), &crate::sources::lookup::Locator::from_env())
-        }
+        Err(_) => crate::sources::lookup::resolve(
+            Some(target),
+            &crate::sources::lookup::Locator::from_env(),
+        ),
     }
 }
 

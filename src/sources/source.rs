@@ -102,7 +102,10 @@ pub trait Source: Sync {
     fn no_turns(&self, path: &Path) -> String {
         match self.dmail_route(path) {
             DMailRoute::None(why) => why,
-            _ => format!("a {} session goes back by checkpoints", self.tool().as_str()),
+            _ => format!(
+                "a {} session goes back by checkpoints",
+                self.tool().as_str()
+            ),
         }
     }
 }

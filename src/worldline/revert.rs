@@ -118,11 +118,7 @@ pub fn target_of(session: &Session, agent: usize, r: RecordRef) -> Result<Target
 /// goes back to the turn `r` is in, undoing it and every later one (its
 /// prompt is replaced by the D-Mail). A turn is a user's prompt; the walk
 /// stops at a compaction, as the agent's undo does.
-pub fn turn_target_of(
-    session: &Session,
-    agent: usize,
-    r: RecordRef,
-) -> Result<Target, NotATarget> {
+pub fn turn_target_of(session: &Session, agent: usize, r: RecordRef) -> Result<Target, NotATarget> {
     if agent != 0 {
         return Err(NotATarget::Subagent);
     }
@@ -133,8 +129,9 @@ pub fn turn_target_of(
     let len = f.line_len(current);
     let meta = |k: usize| f.owner(current, k).and_then(|o| f.record(o));
     let is_turn = |k: usize| meta(k).is_some_and(|m| *m.role() == Role::User);
-    let is_compaction =
-        |k: usize| meta(k).is_some_and(|m| matches!(m.marker().as_deref(), Some(Marker::Compaction)));
+    let is_compaction = |k: usize| {
+        meta(k).is_some_and(|m| matches!(m.marker().as_deref(), Some(Marker::Compaction)))
+    };
     // The turn `r` is in: the last prompt at or before it, else the first.
     let start = (0..=i)
         .rev()

@@ -49,7 +49,10 @@ impl Msg {
             id: s("/id").unwrap_or_default(),
             role: s("/role").unwrap_or_default(),
             origin: s("/metadata/origin/kind"),
-            in_turn: v.pointer("/metadata/origin/inTurn").and_then(Value::as_bool) == Some(true),
+            in_turn: v
+                .pointer("/metadata/origin/inTurn")
+                .and_then(Value::as_bool)
+                == Some(true),
             trigger: s("/metadata/origin/trigger"),
             text: v
                 .get("content")
@@ -223,15 +226,15 @@ pub fn send(home: &Home, dir: &Path, back: Back, message: &str) -> Result<TurnsS
             )))
         }
         Back::KeepTurns(k) => total - k,
-        Back::Checkpoint(_) => {
-            return Err(TurnsError::Refused(
-                "a Kimi Code session goes back by turns (--turns-back N or --turn K), not checkpoints"
-                    .into(),
-            ))
-        }
+        Back::Checkpoint(_) => return Err(TurnsError::Refused(
+            "a Kimi Code session goes back by turns (--turns-back N or --turn K), not checkpoints"
+                .into(),
+        )),
     };
     if n == 0 {
-        return Err(TurnsError::Refused("a D-Mail goes back at least one turn".into()));
+        return Err(TurnsError::Refused(
+            "a D-Mail goes back at least one turn".into(),
+        ));
     }
     let cut = undo_cut(&msgs, n);
     if let Some(why) = refusal(&cut, n) {
@@ -264,7 +267,11 @@ pub fn send(home: &Home, dir: &Path, back: Back, message: &str) -> Result<TurnsS
     // Just before the undo, the newest turn must still be the one checked:
     // else a prompt slipped in and the undo would take it instead.
     let now = messages(&api, &id)?;
-    let newest_now = now.iter().rev().find(|m| m.is_anchor()).map(|m| m.id.clone());
+    let newest_now = now
+        .iter()
+        .rev()
+        .find(|m| m.is_anchor())
+        .map(|m| m.id.clone());
     if newest_now != newest {
         return Err(TurnsError::Refused(format!(
             "a prompt slipped in {}: {}nothing was undone; look at the session and send again",
@@ -273,7 +280,11 @@ pub fn send(home: &Home, dir: &Path, back: Back, message: &str) -> Result<TurnsS
             } else {
                 "before the undo"
             },
-            if aborted { "the turn was aborted, " } else { "" }
+            if aborted {
+                "the turn was aborted, "
+            } else {
+                ""
+            }
         )));
     }
     // (3) The undo.
@@ -337,7 +348,10 @@ fn abort(api: &Api, id: &str) -> Result<(), TurnsError> {
             .unwrap_or_default();
         for q in queued {
             if let Some(p) = q.get("prompt_id").and_then(Value::as_str) {
-                let _ = api.post(&format!("/sessions/{id}/prompts/{p}:abort"), &server::empty());
+                let _ = api.post(
+                    &format!("/sessions/{id}/prompts/{p}:abort"),
+                    &server::empty(),
+                );
             }
         }
     }

@@ -92,8 +92,8 @@ fn pid_alive(pid: u32) -> bool {
 /// The bearer token every server of this home takes.
 pub fn token(home: &Home) -> Result<String, String> {
     let path = home.dir.join("server.token");
-    let meta = std::fs::metadata(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let meta =
+        std::fs::metadata(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if !meta.is_file() || meta.len() > 4096 {
         return Err(format!("{} is not a token file", path.display()));
     }
@@ -194,11 +194,10 @@ impl Api {
             .read_to_vec()
             .map_err(|e| format!("{}: reading the answer: {e}", self.base))?;
         let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        let code = v.get("code").and_then(Value::as_i64).unwrap_or(if status == 200 {
-            -1
-        } else {
-            i64::from(status)
-        });
+        let code = v
+            .get("code")
+            .and_then(Value::as_i64)
+            .unwrap_or(if status == 200 { -1 } else { i64::from(status) });
         let msg = v
             .get("msg")
             .and_then(Value::as_str)

@@ -515,8 +515,9 @@ fn message_kind(m: SlimMessage, line: &[u8]) -> EntryKind {
                 .collect()
         })
         .unwrap_or_default();
-    let dmail = (role == Role::User && !injection && m.origin.as_ref().is_some_and(is_dmail_origin))
-        .then(|| dmail_text(line));
+    let dmail =
+        (role == Role::User && !injection && m.origin.as_ref().is_some_and(is_dmail_origin))
+            .then(|| dmail_text(line));
     EntryKind::Message {
         role,
         injection,
