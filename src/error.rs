@@ -9,6 +9,8 @@ pub enum Error {
     NotFound { path: PathBuf },
     #[error("{path}: no context file (context.jsonl or context_N.jsonl) in this directory")]
     NoContextFile { path: PathBuf },
+    #[error("{path}: not a session of any agent worldline reads ({known})")]
+    UnknownFormat { path: PathBuf, known: String },
     #[error("no session matches {query:?}{hint}")]
     NoSession { query: String, hint: String },
     #[error("session id prefix {prefix:?} is ambiguous: {candidates}")]
@@ -41,6 +43,7 @@ impl Error {
             self,
             Error::NotFound { .. }
                 | Error::NoContextFile { .. }
+                | Error::UnknownFormat { .. }
                 | Error::NoSession { .. }
                 | Error::AmbiguousSession { .. }
                 | Error::Usage(_)

@@ -25,6 +25,6 @@ pub mod worldline;
 
 pub use error::{Error, Result};
 
-/// Finding kimi-cli sessions, under the name callers used before
-/// `sources` (`sources::kimi_cli::share`).
-pub use sources::kimi_cli::share as session;
+/// Finding sessions of every agent (`sources::lookup`), under the name
+/// callers used before `sources`.
+pub use sources::lookup as session;

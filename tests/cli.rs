@@ -433,3 +433,93 @@ fn only_the_command_layer_imports_clap() {
     }
     assert!(offenders.is_empty(), "clap outside cmd/: {offenders:?}");
 }
+
+/// A file no source recognises is refused in one line naming it and what
+/// worldline reads, with exit 2; it never opens as some agent's session.
+/// A kimi-cli flat session (`<sid>.jsonl`) still reads.
+#[test]
+fn a_file_of_no_known_format_exits_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("x.jsonl", "{\"foo\": 1}\n{\"foo\": 2}\n"),
+        ("y.jsonl", "{\"type\":\"something_else\",\"payload\":{}}\n"),
+        ("z.txt", "not json at all\n"),
+    ];
+    for (name, body) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, body).unwrap();
+        for format in ["text", "json"] {
+            let out = bin()
+                .args(["tree", "--format", format])
+                .arg(&path)
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(2), "{name}: {out:?}");
+            assert!(out.stdout.is_empty(), "{name}: printed a session");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(err.lines().count(), 1, "{name}: {err}");
+            assert!(err.contains(name), "{err}");
+            assert!(err.contains("not a session of any agent"), "{err}");
+            assert!(err.contains("kimi-cli"), "{err}");
+        }
+    }
+    let sessions = history("v0_55_dmail").join("sessions");
+    let folder = std::fs::read_dir(&sessions)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let main = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| !p.file_name().unwrap().to_string_lossy().contains('_'))
+        .unwrap();
+    let out = bin()
+        .args(["tree", "--format", "json"])
+        .arg(&main)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["tool"], "kimi-cli");
+    assert!(v["world_lines"].as_array().unwrap().len() >= 2);
+}
+
+/// Nothing outside `src/sources/` (and the kimi writer and demo, which
+/// write kimi-format sessions) names an agent: everything else asks a
+/// session's source.
+#[test]
+fn only_sources_name_an_agent() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![src.clone()];
+    let mut offenders = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(&src).unwrap().to_path_buf();
+            if ["sources", "kimi_writer", "demo"]
+                .iter()
+                .any(|room| rel.starts_with(room))
+            {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            if ["kimi_cli::", "kimi_code::", "Tool::Kimi"]
+                .iter()
+                .any(|n| text.contains(n))
+            {
+                offenders.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    offenders.sort();
+    assert!(
+        offenders.is_empty(),
+        "files outside sources/ naming an agent: {offenders:?}"
+    );
+}

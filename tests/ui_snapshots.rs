@@ -15,7 +15,7 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::KeyCode;
 use ratatui::layout::Size;
 use ratatui::Terminal;
-use worldline::session::SessionSummary;
+use worldline::sources::SessionSummary;
 use worldline::ui::app::{App, Live};
 use worldline::ui::theme::Theme;
 use worldline::ui::view;
@@ -178,7 +178,10 @@ fn picker() {
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let mut s = worldline::session::summarize(&fixture_dir(n), &Default::default());
+            let mut s = worldline::sources::kimi_cli::share::summarize(
+                &fixture_dir(n),
+                &Default::default(),
+            );
             // File mtimes depend on the checkout; fix them.
             s.modified = 1_796_068_975 - i as u64 * 3600;
             s

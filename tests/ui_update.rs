@@ -525,8 +525,11 @@ fn mouse_clicks_select_rows_and_map_tracks() {
 #[test]
 fn picker_opens_the_chosen_session() {
     let s = fixture("dmail_twice");
-    let summary = worldline::session::summarize(&s.dir, &Default::default());
-    let other = worldline::session::summarize(&fixture("dmail_basic").dir, &Default::default());
+    let summary = worldline::sources::kimi_cli::share::summarize(&s.dir, &Default::default());
+    let other = worldline::sources::kimi_cli::share::summarize(
+        &fixture("dmail_basic").dir,
+        &Default::default(),
+    );
     let mut app = App::new(Theme { color: false }, false, Size::new(80, 24))
         .with_picker(vec![summary, other.clone()]);
     press(&mut app, "j");
@@ -585,7 +588,9 @@ fn a_click_on_a_scrolled_picker_picks_the_row_drawn_there() {
     ];
     let sessions: Vec<_> = names
         .iter()
-        .map(|n| worldline::session::summarize(&fixture(n).dir, &Default::default()))
+        .map(|n| {
+            worldline::sources::kimi_cli::share::summarize(&fixture(n).dir, &Default::default())
+        })
         .collect();
     let mut app = App::new(Theme { color: false }, false, Size::new(80, 8)).with_picker(sessions);
     press(&mut app, "jjjjj");

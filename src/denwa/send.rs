@@ -209,35 +209,34 @@ pub fn turns_status_text(session: &str, st: &TurnsStatus) -> String {
 /// Turns the `target` argument into a session directory or a socket path.
 ///
 /// Anything that isn't a path is a session id or unique id prefix, looked up
-/// under the share dir like every other command does.
+/// among every agent's sessions like every other command does.
 pub fn resolve_target(target: &str) -> Result<PathBuf, crate::Error> {
     let path = Path::new(target);
-    match std::fs::metadata(path) {
-        Ok(m) if m.file_type().is_socket() => Ok(path.to_owned()),
-        // A session of any agent, or a file inside one (a Kimi Code wire).
-        Ok(_) if crate::sources::source_for(path).is_some() => Ok(path.to_owned()),
-        Ok(_)
-            if crate::sources::SOURCES
-                .iter()
-                .any(|s| s.session_of(path).is_some()) =>
-        {
-            Ok(crate::sources::SOURCES
-                .iter()
-                .find_map(|s| s.session_of(path))
-                .unwrap_or_else(|| path.to_owned()))
-        }
-        Ok(m) if m.is_dir() => Ok(path.to_owned()),
-        // A file inside the session dir (context.jsonl, denwa.json…) means its dir.
-        Ok(_) => Ok(path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_owned()),
-        Err(_) => crate::sources::lookup::resolve(
+    let Ok(m) = std::fs::metadata(path) else {
+        return crate::sources::lookup::resolve(
             Some(target),
             &crate::sources::lookup::Locator::from_env(),
-        ),
+        );
+    };
+    if m.file_type().is_socket() {
+        return Ok(path.to_owned());
     }
+    // A session of any agent, or a file inside one (a Kimi Code wire).
+    if let Some(found) = crate::sources::SOURCES
+        .iter()
+        .find_map(|s| s.session_of(path))
+    {
+        return Ok(found);
+    }
+    if m.is_dir() {
+        return Ok(path.to_owned());
+    }
+    // A file inside the session dir (context.jsonl, denwa.json…) means its dir.
+    Ok(path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_owned())
 }
 
 fn connect(path: &Path) -> Result<DenwaClient, DenwaError> {

@@ -3,12 +3,14 @@
 
 use serde_json::{json, Value};
 
-use crate::worldline::{
-    DMailAttempt, Family, ForkKind, LineMark, Session, SessionLink, Tool, WorldLine,
-};
+use crate::worldline::{DMailAttempt, Family, ForkKind, LineMark, Session, SessionLink, WorldLine};
 
 pub fn session_json(s: &Session) -> Value {
-    let code = s.tool == Tool::KimiCode;
+    // Branches inside one file (Kimi Code) carry their marks by branch.
+    let code = s
+        .agents
+        .iter()
+        .any(|a| a.family.lines.iter().any(|l| l.branch.is_some()));
     let subagents: Vec<Value> = s.agents[1..]
         .iter()
         .map(|a| {

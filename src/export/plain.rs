@@ -8,16 +8,19 @@ use crate::worldline::{Agent, Family, ForkKind, Session, SessionLink, Tool};
 
 /// Where the session came from and what was made from it.
 fn lineage(out: &mut String, s: &Session) {
-    // Kimi Code's /fork copies whole wires: where it copied to is a line.
+    // A fork that copies a whole file of branches (Kimi Code's /fork) or
+    // a tree of entries names where the copy ends by line or entry; a fork
+    // of one world line's records (kimi-cli) counts them.
+    let by_place = s.tool != Tool::default();
     let what = |l: &SessionLink| match (&l.after, l.line) {
         (Some(e), _) => format!("after entry {}", sanitize_line(e, 40)),
         (None, Some(n)) => format!("after line {n}"),
-        (None, None) if s.tool == Tool::KimiCode => "at an unknown line".to_string(),
+        (None, None) if by_place => "at an unknown line".to_string(),
         (None, None) => format!("from its first {} record{}", l.records, plural(l.records)),
     };
     if let Some(f) = &s.forked_from {
-        match s.tool {
-            Tool::KimiCode | Tool::ClaudeCode | Tool::Pi | Tool::Codex => {
+        match by_place {
+            true => {
                 let _ = writeln!(
                     out,
                     "  forked from {} {}",
@@ -25,7 +28,7 @@ fn lineage(out: &mut String, s: &Session) {
                     what(f)
                 );
             }
-            Tool::KimiCli => {
+            false => {
                 let _ = writeln!(
                     out,
                     "  forked from {} by /{} (shares its first {} record{})",
@@ -58,7 +61,7 @@ pub fn text_tree(s: &Session) -> String {
     // Directory and file names come from whoever made the session: escaped.
     let _ = writeln!(out, "session {}{}", sanitize_message(&s.id), title);
     let _ = writeln!(out, "  {}", sanitize_path(&s.dir));
-    if s.tool != Tool::KimiCli {
+    if s.tool != Tool::default() {
         let _ = writeln!(out, "  written by {}", s.tool.as_str());
     }
     lineage(&mut out, s);

@@ -4,12 +4,7 @@
 //! progress is held back until it is complete, so a D-Mail revert shows up
 //! as one new world line, never as a half-copied one.
 
-mod code;
 mod dropper;
-mod generic;
-mod state;
-#[cfg(test)]
-mod test_util;
 pub mod watch;
 mod watcher;
 
@@ -20,12 +15,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+pub use crate::sources::ROTATION_GRACE;
 pub use dropper::drop_later;
-pub use state::ROTATION_GRACE;
 pub use watch::events_between;
 
+use crate::sources::{Follower, Refresh, SessionParts};
 use crate::worldline::Session;
-use state::{Refresh, SessionState};
 use watcher::{Wake, Watcher};
 
 #[derive(Debug, Clone)]
@@ -101,7 +96,7 @@ pub fn spawn(dir: PathBuf, opts: LiveOptions) -> crate::Result<(Receiver<LiveEve
     let stop = Arc::new(AtomicBool::new(false));
     let polling = Arc::new(AtomicBool::new(opts.poll));
     let state = Tracked::new(&dir);
-    let follower = Follower {
+    let follower = LiveLoop {
         state,
         watcher: Watcher::start(opts.poll, &wake_tx),
         opts,
@@ -155,71 +150,68 @@ impl Reader {
     /// [`Session::build_from`]) and the same parts built afresh
     /// ([`Session::build`]): the two must be equal.
     pub fn snapshot_and_full(&mut self) -> Option<(Arc<Session>, Session)> {
-        match &mut self.state {
-            Tracked::Cli(s) => s.snapshot_and_full(),
-            Tracked::Code(s) => s.snapshot_and_full(),
-            Tracked::Other(s) => s.snapshot_and_full(),
-        }
+        let (parts, fresh) = self.state.follower.parts()?;
+        let full = Session::build(parts.clone());
+        Some((self.state.build_next(parts, fresh), full))
     }
 }
 
-/// What is followed: a kimi-cli session's files, or a Kimi Code session's
-/// wires.
-enum Tracked {
-    Cli(Box<SessionState>),
-    Code(Box<code::CodeState>),
-    /// Any other registered source, read again on change.
-    Other(Box<generic::GenericState>),
+/// What is followed: the session's source's follower, and the last
+/// snapshot, which the next one is built from.
+struct Tracked {
+    follower: Box<dyn Follower>,
+    prev: Option<Arc<Session>>,
 }
 
 impl Tracked {
-    fn new(dir: &Path) -> Tracked {
-        use crate::sources::{source_for, Tool};
-        if crate::sources::kimi_code::home::is_session_dir(dir) {
-            return Tracked::Code(Box::new(code::CodeState::new(dir)));
-        }
-        match source_for(dir) {
-            Some(s) if !matches!(s.tool(), Tool::KimiCli | Tool::KimiCode) => {
-                Tracked::Other(Box::new(generic::GenericState::new(dir, s)))
-            }
-            _ => Tracked::Cli(Box::new(SessionState::new(dir))),
+    fn new(path: &Path) -> Tracked {
+        let follower = match crate::sources::source_for(path) {
+            Some(s) => s.follower(path),
+            // Not a session yet (a demo or replay about to write one): the
+            // default source's follower waits for its files.
+            None => crate::sources::Tool::default().source().follower(path),
+        };
+        Tracked {
+            follower,
+            prev: None,
         }
     }
 
     fn refresh(&mut self, now: Instant, errors: &mut Vec<String>) -> Refresh {
-        match self {
-            Tracked::Cli(s) => s.refresh(now, errors),
-            Tracked::Code(s) => s.refresh(now, errors),
-            Tracked::Other(s) => s.refresh(now, errors),
-        }
+        self.follower.refresh(now, errors)
     }
 
     fn settling_until(&self, now: Instant) -> Option<Instant> {
-        match self {
-            Tracked::Cli(s) => s.settling_until(now),
-            // Kimi Code appends whole lines to one file: nothing to settle.
-            Tracked::Code(_) | Tracked::Other(_) => None,
-        }
+        self.follower.settling_until(now)
     }
 
+    /// Rebuilds the session from what was read, continuing the previous
+    /// snapshot; `None` while there is nothing to show.
     fn snapshot(&mut self) -> Option<Arc<Session>> {
-        match self {
-            Tracked::Cli(s) => s.snapshot(),
-            Tracked::Code(s) => s.snapshot(),
-            Tracked::Other(s) => s.snapshot(),
+        let (parts, fresh) = self.follower.parts()?;
+        Some(self.build_next(parts, fresh))
+    }
+
+    fn build_next(&mut self, parts: SessionParts, fresh: bool) -> Arc<Session> {
+        let prev = self.prev.take();
+        let s = Arc::new(Session::build_from(
+            parts,
+            prev.as_deref().filter(|_| !fresh),
+        ));
+        if let Some(old) = prev {
+            // Possibly the last holder of storage a regrowth left behind.
+            drop_later(old);
         }
+        self.prev = Some(s.clone());
+        s
     }
 
     fn dirs(&self) -> &[PathBuf] {
-        match self {
-            Tracked::Cli(s) => s.dirs(),
-            Tracked::Code(s) => s.dirs(),
-            Tracked::Other(s) => s.dirs(),
-        }
+        self.follower.dirs()
     }
 }
 
-struct Follower {
+struct LiveLoop {
     state: Tracked,
     watcher: Watcher,
     opts: LiveOptions,
@@ -231,7 +223,7 @@ struct Follower {
     last_errors: Vec<String>,
 }
 
-impl Follower {
+impl LiveLoop {
     fn run(mut self) {
         let mut pending = true;
         let mut deleted = false;

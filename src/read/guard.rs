@@ -165,3 +165,48 @@ mod tests {
         assert_eq!(read_capped(&big, 11).unwrap().len(), 11);
     }
 }
+
+/// The first line of a file as a reader recognising formats sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FirstLine {
+    /// The file is empty (or only whitespace so far).
+    Empty,
+    /// A whole first line that parses as JSON.
+    Json(serde_json::Value),
+    /// A whole first line that is not JSON.
+    NotJson,
+    /// No line end within the bytes looked at: the start of a long line.
+    Partial(Vec<u8>),
+}
+
+/// Looks at the first non-blank line of `path` within its first `max`
+/// bytes, through [`open_regular`]: how a source recognises its format by
+/// content without reading a session.
+pub fn first_line(path: &Path, max: usize) -> Result<FirstLine, GuardError> {
+    let g = open_regular(path)?;
+    let mut buf = Vec::with_capacity(max.min(g.len as usize));
+    g.file
+        .take(max as u64)
+        .read_to_end(&mut buf)
+        .map_err(GuardError::Io)?;
+    let start = buf
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(buf.len());
+    let rest = &buf[start..];
+    if rest.is_empty() {
+        return Ok(FirstLine::Empty);
+    }
+    match rest.iter().position(|&b| b == b'\n') {
+        Some(end) => Ok(serde_json::from_slice(&rest[..end])
+            .map(FirstLine::Json)
+            .unwrap_or(FirstLine::NotJson)),
+        None if (buf.len() as u64) < g.len || buf.len() >= max => {
+            Ok(FirstLine::Partial(rest.to_vec()))
+        }
+        // The whole file is one line without its end: a torn first write.
+        None => Ok(serde_json::from_slice(rest)
+            .map(FirstLine::Json)
+            .unwrap_or(FirstLine::Partial(rest.to_vec()))),
+    }
+}

@@ -75,6 +75,14 @@ pub fn modified(path: &Path) -> SystemTime {
     }
 }
 
+/// A session's row for `list` and the picker, by the source that reads it.
+pub fn summarize(path: &Path) -> SessionSummary {
+    match source_for(path) {
+        Some(s) => s.summarize(path),
+        None => Tool::default().source().summarize(path),
+    }
+}
+
 /// The work dir a session belongs to.
 pub fn work_dir_of(path: &Path) -> Option<String> {
     source_for(path)?.work_dir_of(path)
@@ -127,7 +135,15 @@ pub fn resolve(arg: Option<&str>, loc: &Locator) -> Result<PathBuf> {
         if let Some(found) = registered().find_map(|s| s.session_of(path)) {
             return Ok(found);
         }
-        return kimi_cli::resolve(Some(arg), &loc.cli);
+        return match kimi_cli::resolve(Some(arg), &loc.cli) {
+            // A file of no known format is named as such, not as a
+            // directory without context files.
+            Err(_) if path.is_file() => Err(Error::UnknownFormat {
+                path: path.to_path_buf(),
+                known: super::known_formats(),
+            }),
+            r => r,
+        };
     }
     let mut code: Vec<PathBuf> = loc
         .code

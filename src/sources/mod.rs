@@ -13,13 +13,20 @@
 //! A world line is not a file: in kimi-cli it is one rotated context file,
 //! in Kimi Code a branch inside one append-only `wire.jsonl`.
 
+pub mod follow;
 pub mod kimi_cli;
 pub mod kimi_code;
 pub mod lookup;
 mod source;
+#[cfg(test)]
+pub(crate) mod test_util;
 mod wire_log;
 
-pub use source::{others, source_for, source_of, Source, SOURCES};
+pub use follow::{Follower, Refresh};
+/// How long a kimi-cli rotation in progress is held back before it is shown.
+pub use kimi_cli::live::ROTATION_GRACE;
+
+pub use source::{others, source_for, source_of, ReplayStyle, Source, SOURCES};
 
 use std::path::{Path, PathBuf};
 
@@ -50,13 +57,30 @@ impl Default for Reading {
 }
 
 /// [`parts`], reading as much as `reading` asks for, with the first
-/// registered source that recognises the path; kimi-cli's reader (the
-/// last) reports a path none recognises.
+/// registered source that recognises the path. A file none recognises is
+/// refused naming what worldline reads; a directory goes to kimi-cli's
+/// reader, which says what it lacks.
 pub fn parts_with(path: &Path, reading: Reading) -> Result<SessionParts> {
     match source_for(path) {
         Some(s) => s.parts(path, reading),
-        None => kimi_cli::parts(path, reading),
+        None if path.is_dir() => kimi_cli::parts(path, reading),
+        None if path.exists() => Err(crate::error::Error::UnknownFormat {
+            path: path.to_path_buf(),
+            known: known_formats(),
+        }),
+        None => Err(crate::error::Error::NotFound {
+            path: path.to_path_buf(),
+        }),
     }
+}
+
+/// `kimi-code, kimi-cli`: the agents worldline reads, for messages.
+pub fn known_formats() -> String {
+    SOURCES
+        .iter()
+        .map(|s| s.tool().as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Which agent wrote a session.

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::follow::{Follower, Rereader};
 use super::{Reading, SessionParts, SessionSummary, Tool};
 use crate::denwa::{Back, DMailRoute, TurnsError, TurnsSent, TurnsStatus};
 use crate::error::Result;
@@ -64,6 +65,26 @@ pub trait Source: Sync {
     /// directory is listed to see files appear in it).
     fn live_paths(&self, path: &Path) -> Vec<PathBuf>;
 
+    /// The reader that follows the session at `path` live. By default the
+    /// session is read again whenever a [`Source::live_paths`] entry
+    /// changes; a source whose appends must stay cheap brings its own.
+    fn follower(&self, path: &Path) -> Box<dyn Follower> {
+        Box::new(Rereader::new(path, source_of(self.tool())))
+    }
+
+    /// For a session made from another (`link` is its `forked_from`): the
+    /// world line of this session that holds the copied records.
+    fn copy_line(&self, link: &super::SessionLink) -> usize {
+        link.source_line
+    }
+
+    /// How `worldline replay` writes the session again.
+    fn replay_style(&self, _path: &Path) -> ReplayStyle {
+        ReplayStyle::Appends {
+            side_files: Vec::new(),
+        }
+    }
+
     /// Where this agent's sessions are looked for, for messages.
     fn home_hint(&self) -> String;
 
@@ -108,6 +129,24 @@ pub trait Source: Sync {
             ),
         }
     }
+}
+
+/// How a session is written again by `worldline replay`.
+#[derive(Debug, Clone)]
+pub enum ReplayStyle {
+    /// World lines are rotated files (kimi-cli): each rotation is replayed
+    /// as it was made. `wire` is the name of an agent's event log beside
+    /// its context files; `current_name` names a family's current file
+    /// from its world lines' file names.
+    Rotations {
+        wire: &'static str,
+        current_name: fn(&[&str]) -> Option<String>,
+    },
+    /// Files only grow by appended lines: copied again record by record;
+    /// `side_files` (titles, subagent meta) are copied whole first.
+    Appends { side_files: Vec<PathBuf> },
+    /// Not replayable, and why.
+    Unsupported(String),
 }
 
 /// Every agent worldline reads, in the order a path is offered to them:

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ratatui::layout::{Position, Size};
 
-use crate::session::SessionSummary;
+use crate::sources::SessionSummary;
 use crate::worldline::map::{Appended, Map};
 use crate::worldline::{RecordRef, Session};
 

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::session::SessionSummary;
+use crate::sources::SessionSummary;
 use crate::text::{sanitize_line, truncate};
 
 use super::app::{offset, Action, Effect};

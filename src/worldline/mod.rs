@@ -105,7 +105,7 @@ impl Session {
             title,
             agents: std::iter::once(main).chain(subagents).collect(),
             lineage: Lineage::default(),
-            tool: Tool::KimiCli,
+            tool: Tool::default(),
         })
     }
 
@@ -189,11 +189,10 @@ impl Session {
     /// `None` when nothing is shared (an `/undo` of the first turn).
     pub fn fork_point(&self, link: &SessionLink) -> Option<RecordRef> {
         let record = link.records.checked_sub(1)?;
-        // A kimi-cli fork is one file (its first world line); a Kimi Code
-        // fork copies every branch byte for byte, so the shared records sit
-        // on the same branch in both sessions.
-        let line = if self.forked_from.as_ref() == Some(link) && self.tool == Tool::KimiCli {
-            0
+        // Where the copy sits in the fork is its source's word (a kimi-cli
+        // fork is one file; a Kimi Code fork copies every branch).
+        let line = if self.forked_from.as_ref() == Some(link) {
+            self.tool.source().copy_line(link)
         } else {
             link.source_line
         };

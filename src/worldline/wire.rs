@@ -1,6 +1,6 @@
 //! Times from a wire log, joined to records: tool calls and results by
 //! their ids, checkpoints by the order of turns and steps (pure; the
-//! source reads the log, see `sources::kimi_cli::wire`). Times are kept as
+//! source reads the log, see `sources::WireLog`). Times are kept as
 //! change points per world line ([`Times`]), and the join can continue from
 //! the previous snapshot's ([`Timing`]).
 

@@ -6,6 +6,7 @@
 
 pub mod layout;
 pub mod lineage;
+pub mod live;
 pub mod meta;
 pub mod share;
 pub mod wire;
@@ -126,10 +127,35 @@ fn absolute_session_path(path: &Path) -> PathBuf {
         .unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Does this path name a session (a main world line exists)?
+/// Does this path name a session (a main world line exists, and its first
+/// record is kimi-cli's: a JSON object with a string `role`)?
 pub fn is_session(path: &Path) -> bool {
     let l = Layout::of(path);
-    family_files(l.folder(), l.stem()).is_ok_and(|f| !f.is_empty())
+    match family_files(l.folder(), l.stem()) {
+        Ok(f) => f
+            .first()
+            .is_some_and(|first| looks_like_context(&first.path)),
+        Err(_) => false,
+    }
+}
+
+/// How far into a context file recognition looks for its first line.
+const RECOGNISE_BYTES: usize = 8 << 10;
+
+/// A context file's first record has a string `role` (every kimi-cli
+/// record has one); an empty file is a session not written yet. Another
+/// agent's JSON Lines (`type`, no `role`) is not kimi-cli's.
+fn looks_like_context(path: &Path) -> bool {
+    use crate::read::guard::{first_line, FirstLine};
+    match first_line(path, RECOGNISE_BYTES) {
+        Ok(FirstLine::Empty) => true,
+        Ok(FirstLine::Json(v)) => v.get("role").is_some_and(|r| r.is_string()),
+        // A torn or malformed first line: kimi-cli's reader warns about it.
+        Ok(FirstLine::NotJson) => true,
+        Ok(FirstLine::Partial(head)) => memchr::memmem::find(&head, b"\"role\"").is_some(),
+        // Unreadable (a FIFO under the name): its reader says why.
+        Err(_) => true,
+    }
 }
 
 /// Indexes one agent's family. File names carry the spec's prefix so
@@ -323,6 +349,10 @@ impl super::Source for KimiCli {
         vec![Layout::of(path).folder().to_path_buf()]
     }
 
+    fn follower(&self, path: &Path) -> Box<dyn super::Follower> {
+        Box::new(live::SessionState::new(path))
+    }
+
     fn home_hint(&self) -> String {
         Locator::from_env().sessions_root().display().to_string()
     }
@@ -331,5 +361,17 @@ impl super::Source for KimiCli {
         crate::denwa::DMailRoute::Checkpoints {
             dir: path.to_path_buf(),
         }
+    }
+
+    fn replay_style(&self, _path: &Path) -> super::ReplayStyle {
+        super::ReplayStyle::Rotations {
+            wire: layout::WIRE,
+            current_name: layout::current_name,
+        }
+    }
+
+    /// A `/fork` or `/undo` session is one file: its first world line.
+    fn copy_line(&self, _link: &super::SessionLink) -> usize {
+        0
     }
 }

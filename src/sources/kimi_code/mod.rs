@@ -7,6 +7,7 @@
 
 pub mod dmail;
 pub mod home;
+pub mod live;
 pub mod parts;
 pub mod records;
 pub mod server;
@@ -359,6 +360,17 @@ impl crate::sources::Source for KimiCode {
 
     fn live_paths(&self, path: &Path) -> Vec<PathBuf> {
         vec![path.to_path_buf(), home::agents_dir(path)]
+    }
+
+    fn follower(&self, path: &Path) -> Box<dyn crate::sources::Follower> {
+        Box::new(live::CodeState::new(path))
+    }
+
+    /// Wires only grow; `state.json` (title, agents) is copied first.
+    fn replay_style(&self, path: &Path) -> crate::sources::ReplayStyle {
+        crate::sources::ReplayStyle::Appends {
+            side_files: vec![path.join("state.json")],
+        }
     }
 
     fn home_hint(&self) -> String {

@@ -8,15 +8,15 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::layout::{self, AgentSpec, Layout, MetaSource};
+use super::{lineage, meta};
 use crate::model::shared_prefix;
 use crate::read::{FileId, Follow, Sink, Tail, TailChange};
-use crate::sources::kimi_cli::layout::{self, AgentSpec, Layout, MetaSource};
-use crate::sources::kimi_cli::{lineage, meta};
+use crate::sources::follow::Follower;
+pub use crate::sources::follow::Refresh;
 use crate::sources::{AgentParts, Lineage, SessionParts, SubagentMeta, WireLog};
-use crate::worldline::Session;
 
 /// How long a rotation may look unfinished (the new `context.jsonl`
 /// missing, or still a copy of the old one's start) before it is shown as
@@ -78,15 +78,6 @@ struct Entry {
     name: String,
     rotation: Option<u64>,
     id: FileId,
-}
-
-/// What a refresh found, for the follower loop.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Refresh {
-    /// Something a snapshot shows changed.
-    pub changed: bool,
-    /// The session directory is gone.
-    pub deleted: bool,
 }
 
 #[derive(Debug)]
@@ -365,9 +356,6 @@ pub struct SessionState {
     siblings: Siblings,
     /// Lineage as last computed; `None` when it must be computed again.
     lineage: Option<Lineage>,
-    /// The last snapshot, which the next one is built from
-    /// ([`Session::build_from`]).
-    prev: Option<Arc<Session>>,
     /// Subagents came or went since the last snapshot: build afresh.
     subs_changed: bool,
 }
@@ -444,7 +432,6 @@ impl SessionState {
             dirs: vec![layout.folder().to_path_buf()],
             siblings: Siblings::default(),
             lineage: None,
-            prev: None,
             subs_changed: false,
             layout,
         }
@@ -529,37 +516,10 @@ impl SessionState {
             .max()
     }
 
-    /// Rebuilds the session from what was read, continuing the previous
-    /// snapshot; `None` while the main agent has no context file yet.
-    pub fn snapshot(&mut self) -> Option<Arc<Session>> {
-        let (parts, fresh) = self.parts()?;
-        Some(self.build_next(parts, fresh))
-    }
-
-    /// [`SessionState::snapshot`], and the same parts built afresh.
-    pub fn snapshot_and_full(&mut self) -> Option<(Arc<Session>, Session)> {
-        let (parts, fresh) = self.parts()?;
-        let full = Session::build(parts.clone());
-        Some((self.build_next(parts, fresh), full))
-    }
-
-    fn build_next(&mut self, parts: SessionParts, fresh: bool) -> Arc<Session> {
-        let prev = self.prev.take();
-        let s = Arc::new(Session::build_from(
-            parts,
-            prev.as_deref().filter(|_| !fresh),
-        ));
-        if let Some(old) = prev {
-            // Possibly the last holder of storage a regrowth left behind.
-            super::drop_later(old);
-        }
-        self.prev = Some(s.clone());
-        s
-    }
-
     /// What a snapshot is built from, and whether it must be built afresh
-    /// (a wire was read again, subagents came or went).
-    fn parts(&mut self) -> Option<(SessionParts, bool)> {
+    /// (a wire was read again, subagents came or went); `None` while the
+    /// main agent has no context file yet.
+    pub fn parts(&mut self) -> Option<(SessionParts, bool)> {
         let mut main = self.main.agent_parts();
         if let Some(why) = &self.title_problem {
             main.warnings.push(crate::model::Warning {
@@ -603,10 +563,35 @@ impl SessionState {
     }
 }
 
+impl Follower for SessionState {
+    fn refresh(&mut self, now: Instant, errors: &mut Vec<String>) -> Refresh {
+        SessionState::refresh(self, now, errors)
+    }
+
+    fn settling_until(&self, now: Instant) -> Option<Instant> {
+        SessionState::settling_until(self, now)
+    }
+
+    fn parts(&mut self) -> Option<(SessionParts, bool)> {
+        SessionState::parts(self)
+    }
+
+    fn dirs(&self) -> &[PathBuf] {
+        SessionState::dirs(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::test_util::append;
+    use crate::sources::test_util::append;
+    use crate::worldline::Session;
+
+    impl SessionState {
+        fn snapshot(&mut self) -> Option<Session> {
+            Some(Session::build(SessionState::parts(self)?.0))
+        }
+    }
 
     const START: &str = "{\"role\": \"_system_prompt\", \"content\": \"s\"}\n{\"role\": \"_checkpoint\", \"id\": 0}\n{\"role\":\"user\",\"content\":\"a\"}\n{\"role\": \"_checkpoint\", \"id\": 1}\n{\"role\":\"user\",\"content\":\"b\"}\n";
 

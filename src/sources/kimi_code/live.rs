@@ -6,16 +6,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::state::Refresh;
+use super::{home, parts, AgentWire, CodeSession, ForkLink, SessionState, WireIndex};
 use crate::read::{Follow, TailChange};
-use crate::sources::kimi_code::{
-    home, parts, AgentWire, CodeSession, ForkLink, SessionState, WireIndex,
-};
+use crate::sources::follow::{Follower, Refresh};
 use crate::sources::SessionParts;
-use crate::worldline::Session;
 
 type Stamp = (u64, Option<SystemTime>, u64);
 
@@ -38,11 +34,6 @@ pub struct CodeState {
     fork_lines: HashMap<String, Option<u32>>,
     last_fork_scan: Option<Instant>,
     dirs: Vec<PathBuf>,
-    /// The last snapshot, which the next one is built from. Any previous
-    /// snapshot will do: a branch's records are compared with its old ones
-    /// (they are read anew from the wire each time) and times come with the
-    /// records.
-    prev: Option<Arc<Session>>,
 }
 
 impl CodeState {
@@ -56,7 +47,6 @@ impl CodeState {
             fork_lines: HashMap::new(),
             last_fork_scan: None,
             dirs: vec![dir.to_path_buf()],
-            prev: None,
         }
     }
 
@@ -131,28 +121,10 @@ impl CodeState {
         found
     }
 
-    pub fn snapshot(&mut self) -> Option<Arc<Session>> {
-        let parts = self.parts()?;
-        Some(self.build_next(parts))
-    }
-
-    /// [`CodeState::snapshot`], and the same parts built afresh.
-    pub fn snapshot_and_full(&mut self) -> Option<(Arc<Session>, Session)> {
-        let parts = self.parts()?;
-        let full = Session::build(parts.clone());
-        Some((self.build_next(parts), full))
-    }
-
-    fn build_next(&mut self, parts: SessionParts) -> Arc<Session> {
-        let s = Arc::new(Session::build_from(parts, self.prev.as_deref()));
-        if let Some(old) = self.prev.replace(s.clone()) {
-            super::drop_later(old);
-        }
-        s
-    }
-
-    /// What a snapshot is built from.
-    fn parts(&self) -> Option<SessionParts> {
+    /// What a snapshot is built from. Any previous snapshot may be built
+    /// from: a branch's records are compared with its old ones (they are
+    /// read anew from the wire each time) and times come with the records.
+    pub fn parts(&self) -> Option<SessionParts> {
         let main = self.wires.get("main")?;
         if main.read_to() == 0 {
             return None;
@@ -173,10 +145,31 @@ impl CodeState {
     }
 }
 
+impl Follower for CodeState {
+    fn refresh(&mut self, now: Instant, errors: &mut Vec<String>) -> Refresh {
+        CodeState::refresh(self, now, errors)
+    }
+
+    fn parts(&mut self) -> Option<(SessionParts, bool)> {
+        CodeState::parts(self).map(|p| (p, false))
+    }
+
+    fn dirs(&self) -> &[PathBuf] {
+        CodeState::dirs(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::test_util::append;
+    use crate::sources::test_util::append;
+    use crate::worldline::Session;
+
+    impl CodeState {
+        fn snapshot(&mut self) -> Option<Session> {
+            Some(Session::build(CodeState::parts(self)?))
+        }
+    }
 
     const HEAD: &str = "{\"type\":\"metadata\",\"protocol_version\":\"1.5\"}\n{\"type\":\"context.append_message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"a\"}]}}\n{\"type\":\"context.append_message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"b\"}]}}\n";
 
