@@ -14,7 +14,8 @@ worldline's world lines against what was driven and what Kimi Code answered.
    `--status`, one into an idle session, one into a turn still running
    (aborted first), refusals (too many turns, a compaction boundary, a
    session no server has loaded, no server at all) with their exit codes,
-   each writing nothing; the wire and `tree`/`watch` read them as D-Mails.
+   each writing nothing; one more from the TUI (`d`, a message, Ctrl-S, in
+   tmux); the wire and `tree`/`watch` read them as D-Mails.
 
 Exit 0 when every check passed; otherwise prints what differed and exits 1.
 """
@@ -348,6 +349,44 @@ def run(args, env, home, proj, web_port, start):
     dmails(args, env, api, home, proj, print_sid, web, start)
 
 
+def tui_dmail(args, env, api, did, wire, proj):
+    if not shutil.which("tmux"):
+        print("SKIP the TUI D-Mail: no tmux", flush=True)
+        return
+    api.prompt(did, "D6: after the compaction, the wrong road again.")
+    sock = f"wl-bridge-{os.getpid()}"
+    tmux = lambda *a: subprocess.run(["tmux", "-L", sock, *a], env=env, capture_output=True, text=True, timeout=20)
+    pane = lambda: tmux("capture-pane", "-p", "-t", "wl").stdout
+    cmd = " ".join(["env", f"KIMI_CODE_HOME={env['KIMI_CODE_HOME']}", args.worldline, did])
+    try:
+        tmux("new-session", "-d", "-s", "wl", "-x", "120", "-y", "40", "-c", proj, cmd)
+        wait_for(lambda: "D6" in pane(), 20, "the TUI showing the session")
+        edges_before = sum(1 for v in wire_lines(wire) if v.get("type") == "agent.switched")
+        tmux("send-keys", "-t", "wl", "G")
+        time.sleep(0.3)
+        tmux("send-keys", "-t", "wl", "d")
+        shown = wait_for(lambda: (lambda p: p if "D-Mail →" in p else None)(pane()), 10, "the D-Mail box")
+        check("1 turn back" in shown, "d on the last turn opens the box for 1 turn back"
+              + ("" if "1 turn back" in shown else f":\n{shown}"))
+        msg = "From the TUI: the wrong road again; take the first."
+        tmux("send-keys", "-t", "wl", "-l", msg)
+        time.sleep(0.3)
+        tmux("send-keys", "-t", "wl", "C-s")
+        landed = wait_for(lambda: (lambda p: p if "D-Mail landed" in p else None)(pane()), 30, "the D-Mail to land")
+        check("1 turn back" in landed, "the TUI says where the D-Mail landed")
+        wait_for(lambda: api.idle(did), 60, "the TUI D-Mail's turn")
+        lines = wire_lines(wire)
+        edges = [v for v in lines if v.get("type") == "agent.switched"]
+        check(len(edges) == edges_before + 1 and edges[-1].get("turns") == 1,
+              f"the TUI's D-Mail wrote one more undo edge of 1 turn: {[(v['branch'], v.get('turns')) for v in edges]}")
+        tree = json.loads(worldline(args, env, "tree", did, "--format", "json"))
+        last = tree["world_lines"][-1]
+        check((last["fork"] or {}).get("kind") == "dmail" and last["fork"].get("message") == msg and last["current"],
+              f"tree reads the TUI's D-Mail as the current D-Mail world line: {last['fork']}")
+    finally:
+        tmux("kill-server")
+
+
 def send(args, env, *argv):
     """`worldline send …`: (exit code, stdout, stderr, seconds)."""
     t = time.time()
@@ -445,6 +484,9 @@ def dmails(args, env, api, home, proj, print_sid, web, start):
     check(code == 1 and "compaction boundary" in err, f"across a compaction: exit 1, compaction boundary: {code} {err!r}")
     check(len(wire_lines(wire)) == n, "the refused D-Mail wrote nothing")
 
+    # The TUI: `d` on the last turn, a message, Ctrl-S; the D-Mail lands live.
+    tui_dmail(args, env, api, did, wire, proj)
+
     # No server has the print-mode session loaded: exit 2, and what to do.
     if print_sid:
         code, out, err, _ = send(args, env, print_sid, "--turns-back", "1", "--message", "x")
@@ -456,8 +498,10 @@ def dmails(args, env, api, home, proj, print_sid, web, start):
     watch_out.close()
     events = [json.loads(l) for l in open(watch_path) if l.strip()]
     seen = [e for e in events if e.get("event") == "world_line" and (e.get("fork") or {}).get("kind") == "dmail"]
-    check({e["branch"] for e in seen} == {"b1", "b2"} and all(e["fork"]["message"] in (msg1, msg2) for e in seen),
-          f"watch saw both D-Mail world lines appear live, with their messages: {[e.get('branch') for e in seen]}")
+    tree = json.loads(worldline(args, env, "tree", did, "--format", "json"))
+    want = {l["branch"]: l["fork"]["message"] for l in tree["world_lines"] if (l["fork"] or {}).get("kind") == "dmail"}
+    check(len(want) >= 2 and {e["branch"]: e["fork"]["message"] for e in seen} == want,
+          f"watch saw every D-Mail world line appear live, with its message: {sorted(want)}")
 
     # No server at all: exit 2.
     os.killpg(web.pid, signal.SIGTERM)
