@@ -719,3 +719,45 @@ fn a_dmail_branch_reads_as_one_in_every_format() {
     assert_eq!(v["world_lines"][1]["fork"]["kind"], "undo");
     assert_eq!(v["world_lines"][1]["fork"]["message"], Value::Null);
 }
+
+/// A session loaded nowhere (after `/web` in the Kimi Code TUI, the TUI is
+/// gone and the server loads the session only when asked): `--status` says
+/// so without loading it, `send` refuses unless `--load` says nothing else
+/// has it open.
+#[test]
+fn a_session_loaded_nowhere_needs_load() {
+    let (s, tmp, _) = setup(Script {
+        messages: three_turns(),
+        busy: [false].into(),
+        ..Script::default()
+    });
+    let home = tmp.path().join("home");
+    let (code, out, err) = send(&home, &[SID, "--status"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("loaded: no") && out.contains("--load"),
+        "{out}"
+    );
+    assert!(
+        !s.lock()
+            .unwrap()
+            .log
+            .iter()
+            .any(|l| l.contains("/messages")),
+        "status must not list messages (that loads the session)"
+    );
+    let (code, _, err) = send(&home, &[SID, "--turns-back", "1", "--message", "x"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("/web") && err.contains("--load"), "{err}");
+    assert!(posts(&s).is_empty());
+    let (code, out, err) = send(
+        &home,
+        &[SID, "--turns-back", "1", "--message", "x", "--load"],
+    );
+    assert_eq!(code, 0, "{out} {err}");
+    let base = format!("/api/v1/sessions/{SID}");
+    assert_eq!(
+        posts(&s),
+        [format!("POST {base}:undo"), format!("POST {base}/prompts")]
+    );
+}

@@ -510,7 +510,67 @@ def dmails(args, env, api, home, proj, print_sid, web, start):
     check(code == 2 and "no Kimi Code server" in err, f"no server running: exit 2: {code} {err!r}")
     code, out, err, _ = send(args, env, did, "--status")
     check(code == 2 and "kimi web" in err, f"send --status without a server: exit 2: {code} {err!r}")
+    tui_web(args, env, home, proj)
     print(f"     (the D-Mails took {time.time() - t0:.1f}s)", flush=True)
+
+
+def tui_web(args, env, home, proj):
+    """Kimi Code's own TUI has no server: `/web` hands its session to one
+    (the TUI exits, the process serves), which loads the session only when
+    asked: `send` says so, and `--load` sends."""
+    if not shutil.which("tmux"):
+        print("SKIP the /web hand-over: no tmux", flush=True)
+        return
+    sessions = lambda: {d for r, ds, _ in os.walk(os.path.join(home, "sessions")) for d in ds if d.startswith("session_")}
+    before = sessions()
+    sock = f"kimi-tui-{os.getpid()}"
+    tmux = lambda *a: subprocess.run(["tmux", "-L", sock, *a], env=env, capture_output=True, text=True, timeout=20)
+    pane = lambda: tmux("capture-pane", "-p", "-t", "k").stdout
+    inst_dir = os.path.join(home, "server", "instances")
+    server_pid = None
+    try:
+        tmux("new-session", "-d", "-s", "k", "-x", "150", "-y", "45", "-c", proj,
+             " ".join(["env", f"KIMI_CODE_HOME={home}", f"PATH={env['PATH']}", args.kimi]))
+        wait_for(lambda: "Trust this folder" in pane() or "Version" in pane(), 60, "the Kimi Code TUI")
+        if "Trust this folder" in pane():
+            tmux("send-keys", "-t", "k", "Enter")
+            time.sleep(1.0)
+        tmux("send-keys", "-t", "k", "-l", "W1: typed in the Kimi Code TUI.")
+        time.sleep(0.3)
+        tmux("send-keys", "-t", "k", "Enter")
+        wait_for(lambda: "Scripted reply to: W1" in pane(), 60, "the TUI's turn")
+        new = wait_for(lambda: sessions() - before, 20, "the TUI's session")
+        tid = sorted(new)[0]
+        tmux("send-keys", "-t", "k", "-l", "/web")
+        time.sleep(0.3)
+        tmux("send-keys", "-t", "k", "Enter")
+        wait_for(lambda: os.path.isdir(inst_dir) and os.listdir(inst_dir), 60, "the /web server's instance file")
+        inst = json.load(open(os.path.join(inst_dir, os.listdir(inst_dir)[0])))
+        server_pid = inst["pid"]
+        # The instance file comes before the server listens.
+        wait_for(lambda: socket.socket().connect_ex(("127.0.0.1", inst["port"])) == 0, 60, "the /web server")
+        code, out, err, _ = send(args, env, tid, "--status")
+        check(code == 0 and "loaded: no" in out, f"after /web, --status: served, loaded nowhere: {code} {out!r} {err!r}")
+        code, out, err, _ = send(args, env, tid, "--turns-back", "1", "--message", "x")
+        check(code == 2 and "--load" in err, f"after /web, send without --load: exit 2, says --load: {code} {err!r}")
+        msg = "After /web: the D-Mail reaches the session the TUI handed over."
+        code, out, err, _ = send(args, env, tid, "--turns-back", "1", "--message", msg, "--load")
+        check(code == 0, f"after /web, send --load: accepted: {code} {out!r} {err!r}")
+        tdir = next(os.path.join(r, tid) for r, ds, _ in os.walk(os.path.join(home, "sessions")) if tid in ds)
+        twire = os.path.join(tdir, "agents", "main", "wire.jsonl")
+        wait_for(lambda: any("Scripted reply to: After /web" in json.dumps(v) for v in wire_lines(twire)), 60,
+                 "the D-Mail's reply")
+        tree = json.loads(worldline(args, env, "tree", tid, "--format", "json"))
+        last = tree["world_lines"][-1]
+        check((last["fork"] or {}).get("kind") == "dmail" and last["fork"].get("message") == msg,
+              f"the handed-over session shows the D-Mail world line: {last['fork']}")
+    finally:
+        tmux("kill-server")
+        if server_pid:
+            try:
+                os.kill(server_pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
 
 if __name__ == "__main__":

@@ -108,6 +108,10 @@ pub struct SendArgs {
     /// Kimi Code: keep turns 1..=K of the current world line, undo the rest
     #[arg(long, value_name = "K")]
     pub turn: Option<u32>,
+    /// Kimi Code: let a running server load a session no server has loaded
+    /// (only when no Kimi Code TUI has it open: two writers corrupt it)
+    #[arg(long)]
+    pub load: bool,
     /// The D-Mail text (read from stdin when absent)
     #[arg(long, conflicts_with = "status")]
     pub message: Option<String>,

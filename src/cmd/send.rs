@@ -13,6 +13,7 @@ pub fn send(a: &SendArgs) -> anyhow::Result<ExitCode> {
         checkpoint: a.checkpoint,
         turns_back: a.turns_back,
         keep_turns: a.turn,
+        load: a.load,
         message: a.message.clone(),
         status: a.status,
     })

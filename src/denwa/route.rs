@@ -37,10 +37,11 @@ pub struct TurnsStatus {
     pub server: String,
     pub loaded: bool,
     pub busy: bool,
-    /// Turns of the current world line (user prompts).
-    pub turns: u32,
+    /// Turns of the current world line (user prompts); `None` while the
+    /// session is loaded nowhere (asking would load it).
+    pub turns: Option<u32>,
     /// How many of them can be undone now.
-    pub undoable: u32,
+    pub undoable: Option<u32>,
     /// Undo stops at a compaction before reaching the first turn.
     pub stopped_at_compaction: bool,
 }

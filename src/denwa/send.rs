@@ -28,6 +28,8 @@ pub struct SendOptions {
     pub turns_back: Option<u32>,
     /// Turns to keep (a turns server): 1..=K stay.
     pub keep_turns: Option<u32>,
+    /// A turns server may load a session no server has loaded.
+    pub load: bool,
     /// The D-Mail text (read from stdin when absent).
     pub message: Option<String>,
     /// Show n_checkpoints and the pending D-Mail instead of sending.
@@ -155,7 +157,7 @@ fn send_turns(args: &SendOptions, source: &dyn Source, path: &Path) -> ExitCode 
         Ok(m) => m,
         Err(code) => return code,
     };
-    match source.send_turns_back(path, back, &message) {
+    match source.send_turns_back(path, back, &message, args.load) {
         Ok(sent) => {
             say(&format!(
                 "D-Mail accepted by {}: {}{} turn(s) undone, the message is the next prompt ({})\n",
@@ -184,25 +186,31 @@ pub fn turns_status_text(session: &str, st: &TurnsStatus) -> String {
         sanitize_message(session),
         sanitize_message(&st.server)
     );
+    if !st.loaded {
+        out.push_str(
+            "loaded: no (a D-Mail needs it loaded: if a Kimi Code TUI has it open, type /web \
+             there; if nothing has it open, send with --load)\n",
+        );
+        return out;
+    }
     out.push_str(&format!(
-        "loaded: {}; {}\n",
-        if st.loaded { "yes" } else { "no" },
+        "loaded: yes; {}\n",
         if st.busy {
             "busy (a turn runs)"
         } else {
             "idle"
         }
     ));
-    out.push_str(&format!(
-        "turns: {}; a D-Mail may go back 1..={} turn(s){}\n",
-        st.turns,
-        st.undoable,
-        if st.stopped_at_compaction {
-            " (undo stops at a compaction)"
-        } else {
-            ""
-        }
-    ));
+    let (turns, undoable) = (st.turns.unwrap_or(0), st.undoable.unwrap_or(0));
+    out.push_str(&format!("turns: {turns}; "));
+    out.push_str(&match undoable {
+        0 => "nothing can be undone".to_string(),
+        n => format!("a D-Mail may go back 1..={n} turn(s)"),
+    });
+    if st.stopped_at_compaction {
+        out.push_str(" (undo stops at a compaction)");
+    }
+    out.push('\n');
     out
 }
 

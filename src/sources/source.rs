@@ -103,12 +103,15 @@ pub trait Source: Sync {
     }
 
     /// For [`DMailRoute::Turns`]: goes `back` turns and sends `message` as
-    /// the next prompt, marked as a D-Mail.
+    /// the next prompt, marked as a D-Mail. `load`: a server may load a
+    /// session no server has loaded (the user says no other process has it
+    /// open).
     fn send_turns_back(
         &self,
         path: &Path,
         _back: Back,
         _message: &str,
+        _load: bool,
     ) -> Result<TurnsSent, TurnsError> {
         Err(TurnsError::NoServer(self.no_turns(path)))
     }

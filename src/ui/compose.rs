@@ -244,11 +244,13 @@ pub fn send(req: &SendRequest) -> Reply {
             return match req
                 .tool
                 .source()
-                .send_turns_back(&req.session, back, &req.message)
+                // The TUI never loads a session: that is `send --load`'s,
+                // with the user's word that nothing else has it open.
+                .send_turns_back(&req.session, back, &req.message, false)
             {
                 Ok(_) => Reply::Accepted,
                 Err(e) => Reply::Refused(e.to_string()),
-            }
+            };
         }
     };
     let sent = DenwaClient::connect_session(&req.dir)

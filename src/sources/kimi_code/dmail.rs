@@ -180,28 +180,35 @@ fn messages(api: &Api, id: &str) -> Result<Vec<Msg>, TurnsError> {
     )))
 }
 
-fn find(home: &Home, dir: &Path) -> Result<(String, Api, Served), TurnsError> {
+fn find(home: &Home, dir: &Path, load: bool) -> Result<(String, Api, Served), TurnsError> {
     let id = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let (api, served) = server::server_for(home, &id).map_err(TurnsError::NoServer)?;
+    let (api, served) = server::server_for(home, &id, load).map_err(TurnsError::NoServer)?;
     Ok((id, api, served))
 }
 
-/// `send --status`: which server, loaded and busy, how many turns back.
+/// `send --status`: which server, loaded and busy, how many turns back. A
+/// session loaded nowhere is only named: listing its messages would load it.
 pub fn status(home: &Home, dir: &Path) -> Result<TurnsStatus, TurnsError> {
-    let (id, api, served) = find(home, dir)?;
-    let msgs = messages(&api, &id)?;
-    let cut = undo_cut(&msgs, u32::MAX);
-    Ok(TurnsStatus {
+    let (id, api, served) = find(home, dir, true)?;
+    let mut st = TurnsStatus {
         server: served.instance.describe(),
         loaded: served.loaded,
         busy: served.busy,
-        turns: turns(&msgs),
-        undoable: cut.removed,
-        stopped_at_compaction: cut.stopped_at_compaction,
-    })
+        turns: None,
+        undoable: None,
+        stopped_at_compaction: false,
+    };
+    if served.loaded {
+        let msgs = messages(&api, &id)?;
+        let cut = undo_cut(&msgs, u32::MAX);
+        st.turns = Some(turns(&msgs));
+        st.undoable = Some(cut.removed);
+        st.stopped_at_compaction = cut.stopped_at_compaction;
+    }
+    Ok(st)
 }
 
 /// The `prompt_id` of a D-Mail: the same D-Mail to the same turn of the
@@ -212,8 +219,14 @@ pub fn prompt_id(session: &str, from_turn: &str, message: &str) -> String {
 }
 
 /// Sends a D-Mail `back` turns into the session at `dir`.
-pub fn send(home: &Home, dir: &Path, back: Back, message: &str) -> Result<TurnsSent, TurnsError> {
-    let (id, api, served) = find(home, dir)?;
+pub fn send(
+    home: &Home,
+    dir: &Path,
+    back: Back,
+    message: &str,
+    load: bool,
+) -> Result<TurnsSent, TurnsError> {
+    let (id, api, served) = find(home, dir, load)?;
     let server = served.instance.describe();
     // (1) Kimi Code's rule, before touching anything.
     let msgs = messages(&api, &id)?;

@@ -397,7 +397,8 @@ impl crate::sources::Source for KimiCode {
         path: &Path,
         back: crate::denwa::Back,
         message: &str,
+        load: bool,
     ) -> std::result::Result<crate::denwa::TurnsSent, crate::denwa::TurnsError> {
-        dmail::send(&Home::of_session(path), path, back, message)
+        dmail::send(&Home::of_session(path), path, back, message, load)
     }
 }

@@ -237,14 +237,18 @@ fn no_server(home: &Home) -> String {
     )
 }
 
-/// The server that has session `id` loaded, else why none.
-pub fn server_for(home: &Home, id: &str) -> Result<(Api, Served), String> {
+/// The server that has session `id` loaded, else why none. With `load`,
+/// else the first server that knows the session (it loads it on the first
+/// call that needs it: listing its messages does). `GET /sessions/{id}`
+/// loads nothing.
+pub fn server_for(home: &Home, id: &str, load: bool) -> Result<(Api, Served), String> {
     let live = instances(home);
     if live.is_empty() {
         return Err(no_server(home));
     }
     let token = token(home)?;
     let mut seen = Vec::new();
+    let mut knows: Option<(Api, Served)> = None;
     for inst in live {
         let api = Api::new(inst.port, &token);
         match api.get(&format!("/sessions/{id}")) {
@@ -254,6 +258,9 @@ pub fn server_for(home: &Home, id: &str) -> Result<(Api, Served), String> {
                     return Ok((api, served));
                 }
                 seen.push(format!("{}: not loaded there", inst.describe()));
+                if knows.is_none() {
+                    knows = Some((api, served));
+                }
             }
             Ok(r) if r.status == 401 => {
                 seen.push(format!("{}: token refused (401)", inst.describe()))
@@ -262,11 +269,20 @@ pub fn server_for(home: &Home, id: &str) -> Result<(Api, Served), String> {
             Err(e) => seen.push(format!("{}: {e}", inst.describe())),
         }
     }
+    let known = knows.is_some();
+    if let Some(found) = knows.filter(|_| load) {
+        return Ok(found);
+    }
     Err(format!(
-        "no running Kimi Code server has session {id} loaded ({}); open it in `kimi web`, \
-         or, if it is open in the Kimi Code TUI, type /web there (the TUI alone has no server, \
-         and a second writer would corrupt the session)",
-        seen.join("; ")
+        "no running Kimi Code server has session {id} loaded ({}). If it is open in a Kimi Code \
+         TUI, type /web there: the TUI hands the session to a server (a second writer would \
+         corrupt it). If no Kimi Code process has it open, pass --load to let the server load it{}",
+        seen.join("; "),
+        if known {
+            ""
+        } else {
+            " (no running server knows the session)"
+        }
     ))
 }
 
