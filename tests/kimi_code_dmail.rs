@@ -761,3 +761,53 @@ fn a_session_loaded_nowhere_needs_load() {
         [format!("POST {base}:undo"), format!("POST {base}/prompts")]
     );
 }
+
+/// The compose box for a D-Mail by turns lists what the undone turns did
+/// that stays on disk (a command run), as for checkpoints.
+#[test]
+fn the_box_lists_what_the_undone_turns_left_on_disk() {
+    use ratatui::layout::Size;
+    use worldline::ui::app::{Action, App, Denwa, Effect, Live, Overlay};
+    use worldline::ui::compose::Back;
+    use worldline::ui::theme::Theme;
+    let lines = [
+        r#"{"type":"metadata","protocol_version":"1.5"}"#,
+        r#"{"type":"context.append_message","message":{"role":"user","content":[{"type":"text","text":"D1: first."}],"id":"m1","origin":{"kind":"user"}},"time":1}"#,
+        r#"{"type":"context.append_loop_event","event":{"type":"step.begin","uuid":"s1","turnId":"0","step":1},"time":2}"#,
+        r#"{"type":"context.append_loop_event","event":{"type":"content.part","uuid":"p1","stepUuid":"s1","part":{"type":"text","text":"Done one."}},"time":3}"#,
+        r#"{"type":"context.append_loop_event","event":{"type":"step.end","uuid":"s1"},"time":4}"#,
+        r#"{"type":"context.append_message","message":{"role":"user","content":[{"type":"text","text":"D2: run it."}],"id":"m2","origin":{"kind":"user"}},"time":5}"#,
+        r#"{"type":"context.append_loop_event","event":{"type":"step.begin","uuid":"s2","turnId":"1","step":1},"time":6}"#,
+        r#"{"type":"context.append_loop_event","event":{"type":"tool.call","uuid":"c","stepUuid":"s2","toolCallId":"call_1","name":"Bash","args":{"command":"rm -rf build/"}},"time":7}"#,
+        r#"{"type":"context.append_loop_event","event":{"type":"tool.result","toolCallId":"call_1","result":{"output":""}},"time":8}"#,
+        r#"{"type":"context.append_loop_event","event":{"type":"step.end","uuid":"s2"},"time":9}"#,
+    ];
+    let (_tmp, dir) = home(None, TOKEN);
+    std::fs::write(dir.join("agents/main/wire.jsonl"), lines.join("\n") + "\n").unwrap();
+    let session = worldline::worldline::Session::load(&dir).unwrap();
+    let mut app = App::new(Theme { color: false }, false, Size::new(100, 30));
+    app.update(Live::Snapshot(std::sync::Arc::new(session.clone())));
+    // The second turn's prompt.
+    let mut found = None;
+    app.update(Action::Top);
+    for _ in 0..20 {
+        app.prepare();
+        let r = app.selected().unwrap();
+        if session.body(r).is_ok_and(|b| b.text().contains("D2: run it")) {
+            found = Some(r);
+            break;
+        }
+        app.update(Action::Move(1));
+    }
+    assert!(found.is_some(), "no row for D2");
+    let Effect::Probe(target) = app.update(Action::DMail) else {
+        panic!("{:?}", app.status)
+    };
+    assert_eq!(target.back, Back::Turns(1));
+    app.update(Denwa::Probed { target, live: true });
+    let Overlay::Compose(c) = &app.overlay else {
+        panic!("no box")
+    };
+    let kept = c.kept(&session).expect("the turn is on the current line");
+    assert_eq!(kept.summary(), ["ran `rm -rf build/`"]);
+}
