@@ -123,6 +123,17 @@ pub struct Warning {
     pub message: String,
 }
 
+impl Warning {
+    /// `file:line`, or just `file` for a warning about a whole file (line
+    /// 0: no `state.json:0:`). Not escaped: the caller sanitises.
+    pub fn place(&self) -> String {
+        match self.line {
+            0 => self.file.clone(),
+            n => format!("{}:{n}", self.file),
+        }
+    }
+}
+
 /// One part of a message's content. Unknown part types are kept whole.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Part {

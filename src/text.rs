@@ -177,3 +177,20 @@ mod tests {
         assert_eq!(truncate("abc", 3), "abc");
     }
 }
+
+/// `1 step`, `3 steps`: a count with its noun in the right number (`noun`
+/// is the singular; the plural adds an s).
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn one_is_singular() {
+        assert_eq!(super::count(1u64, "checkpoint"), "1 checkpoint");
+        assert_eq!(super::count(0u64, "step"), "0 steps");
+        assert_eq!(super::count(3u64, "record"), "3 records");
+    }
+}

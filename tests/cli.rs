@@ -82,7 +82,19 @@ fn text_dot_and_mermaid_show_the_dmail() {
     let dir = fixture("dmail_basic");
     let text = bin().arg("tree").arg(&dir).output().unwrap();
     let text = String::from_utf8(text.stdout).unwrap();
-    assert!(text.contains("D-Mail → checkpoint 1"), "{text}");
+    // World lines by name, as the TUI and the pictures call them; the
+    // D-Mail with its mark, from its sender back to its checkpoint.
+    assert!(
+        text.contains("\n● α  context_1.jsonl  16 records · 3 checkpoints\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "└─● β  context.jsonl (current)  12 records · 3 checkpoints  ✉ D-Mail from α → ⚑1"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains('⟲'), "⟲ is no mark of worldline's: {text}");
     assert!(text.contains("only line 42 matters"), "{text}");
     let dot = bin()
         .args(["tree", "--format", "dot"])
@@ -432,6 +444,49 @@ fn only_the_command_layer_imports_clap() {
         }
     }
     assert!(offenders.is_empty(), "clap outside cmd/: {offenders:?}");
+}
+
+#[test]
+fn the_text_tree_marks_compaction_and_clear_in_their_own_words() {
+    for (name, mark) in [
+        (
+            "with_compact",
+            "└─● β  context.jsonl (current)  13 records · 3 checkpoints  ⊜ compaction",
+        ),
+        (
+            "with_clear",
+            "└─● β  context.jsonl (current)  7 records · 2 checkpoints  ∅ /clear",
+        ),
+    ] {
+        let text = bin().arg("tree").arg(fixture(name)).output().unwrap();
+        let text = String::from_utf8(text.stdout).unwrap();
+        assert!(text.contains(mark), "{name}: {text}");
+        assert!(!text.contains('⟲'), "{name}: {text}");
+    }
+}
+
+#[test]
+fn a_subagent_is_described_by_what_its_session_says() {
+    let dir = history("v1_0_subagent_dmail")
+        .join("sessions/a6da2585adb9e0416e718130ba8b0e5c/9a8ad359-98be-4a9d-93a8-787571a18770");
+    let text = bin().arg("tree").arg(&dir).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    // No type or description recorded: left out, not `(?) ""`.
+    assert!(
+        text.contains("\nsubagent sub_1 ← Agent call t1\n"),
+        "{text}"
+    );
+    assert!(!text.contains("(?)") && !text.contains("\"\""), "{text}");
+}
+
+#[test]
+fn a_warning_about_a_whole_file_names_no_line_0() {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kimi-code-legacy/broken-state-json");
+    let text = bin().arg("tree").arg(&dir).output().unwrap();
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("\n  state.json: not valid JSON"), "{text}");
+    assert!(!text.contains(":0:"), "{text}");
 }
 
 /// A file no source recognises is refused in one line naming it and what

@@ -563,4 +563,94 @@ fn own_dmails_say_what_a_revert_leaves_on_disk() {
         .clone()
         .unwrap();
     assert!(dmail_2.contains("tests/test_skip_blank.py exists"));
+    // Each leads with what it says (the map's reason, the rows and `tree`
+    // show its start), the on-disk list after it.
+    for m in [&dmail_1, &dmail_2] {
+        assert!(!m.starts_with("Already on disk"), "{m}");
+        assert!(m.contains("Already on disk"), "{m}");
+    }
+    let map = worldline::worldline::map::Map::of_session(&s);
+    let (b, g) = (&map.tracks[1].reason, &map.tracks[2].reason);
+    let start = |r: &str| {
+        r.split(':')
+            .nth(1)
+            .unwrap_or("")
+            .chars()
+            .take(20)
+            .collect::<String>()
+    };
+    assert_ne!(start(b), start(g), "β: {b}\nγ: {g}");
+}
+
+#[test]
+fn a_running_demo_can_be_found_listed_and_named_by_id() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let runtime = tempfile::tempdir().unwrap();
+    let empty_share = tempfile::tempdir().unwrap();
+    let wl = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+            .args(args)
+            .env("XDG_RUNTIME_DIR", runtime.path())
+            .env("KIMI_SHARE_DIR", empty_share.path())
+            .env("KIMI_CODE_HOME", empty_share.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        (
+            out.status.code(),
+            text,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // No demo yet: nothing live.
+    let (code, none, _) = wl(&["send", "--status"]);
+    assert_eq!(code, Some(0));
+    assert!(none.starts_with("no live sessions"), "{none}");
+    // The demo in a temporary directory no listing looks in (slow enough to
+    // still be running while we look).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["demo", "--headless", "--speed", "0.5", "--dir"])
+        .arg(tmp.path())
+        .env("XDG_RUNTIME_DIR", runtime.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let session = PathBuf::from(first.trim_end());
+    let id = session.file_name().unwrap().to_string_lossy().into_owned();
+    let t0 = std::time::Instant::now();
+    while !session.join("context.jsonl").exists() && t0.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // `send --status` without a session lists it: path, agent, state.
+    let (code, live, err) = wl(&["send", "--status"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        live.starts_with(&format!("{}\n", session.display())),
+        "{live}"
+    );
+    assert!(live.contains("  agent main · "), "{live}");
+    // `list` shows it; its id (a prefix too) resolves for tree and send.
+    let (_, list, _) = wl(&["list"]);
+    assert!(list.contains(&id), "{list}");
+    let (code, tree, err) = wl(&["tree", &id[..8]]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(tree.contains(&session.display().to_string()), "{tree}");
+    let (code, status, err) = wl(&["send", &id[..8], "--status"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(status.contains("n_checkpoints"), "{status}");
+    let pid = i32::try_from(child.id()).unwrap();
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    assert!(child.wait().unwrap().success());
+    // Gone with it.
+    let (_, after, _) = wl(&["send", "--status"]);
+    assert!(after.starts_with("no live sessions"), "{after}");
+    let (_, list, _) = wl(&["list"]);
+    assert!(!list.contains(&id), "{list}");
 }

@@ -272,3 +272,22 @@ fn mermaid_itself_renders_every_fixture_and_keeps_text_as_text() {
         }
     }
 }
+
+#[test]
+fn a_compaction_inside_a_world_line_is_on_its_node() {
+    // Kimi Code compacts inside a branch: no world line of its own, so the
+    // node of the line it happened on says so (as the text tree does).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "fixtures/kimi-code/r_two_undos_compact_fork/home/sessions/wd_project_76860d8b5438/session_480a004a-1a94-4159-a609-f6ca09d99596",
+    );
+    let s = Session::load(&dir).unwrap();
+    let d = dot(&s);
+    let beta = dot_labels(&d)
+        .into_iter()
+        .find(|l| l.starts_with("β"))
+        .unwrap();
+    assert!(beta.contains("⊜ compacted at line 84"), "{d}");
+    let m = mermaid_body(&mermaid(&s));
+    let node = m.lines().find(|l| l.contains("a0l1(")).unwrap();
+    assert!(node.contains("compacted at line 84"), "{m}");
+}

@@ -55,6 +55,16 @@ fn every_world_line_has_a_section_and_a_link() {
         for bad in ["<script", "<link", "<iframe", "src=", "url(", "@import"] {
             assert!(!page.contains(bad), "{}: {bad}", dir.display());
         }
+        // Sessions made by /fork and /undo are named, as text, dot and
+        // mermaid name them; and where this one came from.
+        for f in &s.forks {
+            let id: String = f.session.chars().take(8).collect();
+            let want = format!("made from this one: /{} · {id}", f.kind.as_str());
+            assert!(page.contains(&want), "{}: {want}", dir.display());
+        }
+        if s.forked_from.is_some() {
+            assert!(page.contains("this session is a /"), "{}", dir.display());
+        }
     }
 }
 

@@ -69,6 +69,27 @@ fn every_fixture_is_valid_svg_naming_every_world_line_and_dmail() {
             if let (Some(d), Some(_)) = (d, a.parent_call) {
                 assert!(shown.contains(&d), "{name}: subagent {d} missing");
             }
+            // A subagent's own D-Mails are drawn too (its own map).
+            for t in &a.family.attempts {
+                let full = worldline::text::sanitize(&t.message, false);
+                assert!(
+                    tips.contains(&full),
+                    "{name}: subagent D-Mail {full:?} dropped"
+                );
+            }
+            if a.family.lines.len() > 1 {
+                for i in 0..a.family.lines.len() {
+                    assert!(shown.contains(&a.family.lines[i].file), "{name}");
+                }
+            }
+        }
+        // Sessions made from this one by /fork and /undo, as text and dot show.
+        for f in &s.forks {
+            let id: String = f.session.chars().take(8).collect();
+            assert!(
+                shown.contains(&format!("/{} · {id}", f.kind.as_str())),
+                "{name}: {id}"
+            );
         }
         // Nothing outside the file: no links, images, fonts or scripts.
         for n in doc.descendants() {

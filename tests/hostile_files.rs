@@ -296,8 +296,7 @@ fn send_dmail_with_unreadable_arguments_is_an_attempt() {
     );
     let r = tree(tmp.path(), &dir, "text");
     assert!(
-        r.out()
-            .contains("call bad1 → checkpoint ?: unreadable arguments"),
+        r.out().contains("✗ from β → ⚑?: unreadable arguments"),
         "{}",
         r.out()
     );

@@ -701,7 +701,8 @@ fn a_dmail_branch_reads_as_one_in_every_format() {
     assert_eq!(v["warnings"], json!([]));
     let text = tree(&dir, "text");
     assert!(
-        text.contains("D-Mail → 1 turn back") && text.contains("Take the second road."),
+        text.contains("D-Mail from outside the agent → 1 turn back")
+            && text.contains("Take the second road."),
         "{text}"
     );
     for format in ["mermaid", "dot", "svg", "html"] {
@@ -793,7 +794,10 @@ fn the_box_lists_what_the_undone_turns_left_on_disk() {
     for _ in 0..20 {
         app.prepare();
         let r = app.selected().unwrap();
-        if session.body(r).is_ok_and(|b| b.text().contains("D2: run it")) {
+        if session
+            .body(r)
+            .is_ok_and(|b| b.text().contains("D2: run it"))
+        {
             found = Some(r);
             break;
         }

@@ -93,7 +93,7 @@ fn two_undo_branches_and_a_compaction_read_at_both_sizes() {
         select(&mut a, "Turn 4: on b1.");
         let screen = render(&mut a);
         assert!(
-            screen.contains("begins: undo of 1 turn"),
+            screen.contains("begins: ↶ undo of 1 turn"),
             "{w}x{h}:\n{screen}"
         );
         select(&mut a, "Scripted compaction summary");
@@ -138,4 +138,35 @@ fn d_on_a_turn_composes_a_dmail_by_turns() {
     });
     let status = a.status.clone().unwrap_or_default();
     assert!(status.contains("/web"), "{status}");
+}
+
+#[test]
+fn a_compaction_inside_a_branch_is_drawn_in_its_own_words_and_d_goes_by_turns() {
+    let mut a = app(120, 40);
+    let screen = select(&mut a, "Scripted compaction summary");
+    // β's track carries the compaction where it happened.
+    let beta = screen
+        .lines()
+        .find(|l| l.contains("β ") && l.contains('┗'))
+        .unwrap();
+    assert!(beta.contains('⊜'), "{screen}");
+    // The detail says compaction with compaction's mark, not a subagent's.
+    assert!(
+        screen.contains("⊜ the context was compacted here"),
+        "{screen}"
+    );
+    assert!(!screen.contains('⇲'), "{screen}");
+    // No checkpoints, but its server undoes turns: the footer and help
+    // offer a D-Mail; `d` here says the compaction is in the way.
+    let footer = screen.lines().last().unwrap();
+    assert!(footer.contains("D-Mail"), "{footer}");
+    assert!(footer.contains("? help"), "{footer}");
+    press(&mut a, "d");
+    assert_eq!(
+        a.status.as_deref(),
+        Some(worldline::ui::compose::ACROSS_COMPACTION)
+    );
+    press(&mut a, "?");
+    let help = render(&mut a);
+    assert!(help.contains("D-Mail to the selected ⚑ or turn"), "{help}");
 }

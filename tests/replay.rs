@@ -286,6 +286,35 @@ fn a_flat_session_replays_into_a_folder_and_opens_by_its_main_file() {
     assert_eq!(copied, own);
 }
 
+#[test]
+fn a_headless_replay_without_a_dir_keeps_the_copy_it_names() {
+    let src = fixture_session("kimi-cli", "dmail_basic");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args(["replay", "--headless", "--speed", "1000"])
+        .arg(&src)
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let copy = std::path::PathBuf::from(stdout.lines().next().unwrap());
+    assert!(copy.starts_with(tmp.path()), "{stdout}");
+    // The path it printed is still there once it has exited, and reads
+    // back as the original.
+    assert!(copy.is_dir(), "{} was removed", copy.display());
+    let mut a = tree_json(&src);
+    let mut b = tree_json(&copy);
+    for v in [&mut a, &mut b] {
+        v.as_object_mut().unwrap().remove("session_id");
+    }
+    assert_eq!(a, b);
+}
+
 /// The replay invariant for formats whose files only grow (Kimi Code, and
 /// Claude Code, Pi and Codex when their fixtures are there): played record
 /// by record, the copy opens at every step, no world line vanishes, the

@@ -153,6 +153,7 @@ fn o_steps_into_a_fork_session_and_esc_comes_back() {
         .unwrap();
     assert!(marked.contains("three"), "{screen}");
     let here = app.selected();
+    let source_screen = screen;
     // On it, `o` opens the /undo session, which says where it came from.
     let effect = press(&mut app, "o");
     let dir = opened(&mut app, effect);
@@ -160,8 +161,17 @@ fn o_steps_into_a_fork_session_and_esc_comes_back() {
     assert_eq!(app.session.as_ref().unwrap().id, UNDO);
     let screen = render(&mut app);
     assert!(
-        screen.contains("α: ⑂ /undo of one at ⚑5 · record 18"),
+        screen.contains("α: ⑂ /undo of one · from ⚑5 · shares 19 records"),
         "{screen}"
+    );
+    // The source's map said it in the same words.
+    let track = source_screen
+        .lines()
+        .find(|l| l.contains("└⑂ /undo · e299ef2f"))
+        .unwrap();
+    assert!(
+        track.contains("from ⚑5 · shares 19 records"),
+        "{source_screen}"
     );
     // It opens on its fork point: the last record it shares.
     let sel = screen
@@ -184,6 +194,35 @@ fn o_steps_into_a_fork_session_and_esc_comes_back() {
 }
 
 #[test]
+fn brackets_stop_at_fork_and_undo_rows() {
+    let mut app = open(&fork_undo(SOURCE));
+    let source = app.session.clone().unwrap();
+    press(&mut app, "g");
+    press(&mut app, "]");
+    assert!(
+        !app.status.as_deref().unwrap_or("").contains("no more"),
+        "{:?}",
+        app.status
+    );
+    assert!(selection_covers(&app, fork_point_owner(&source, 0)));
+    press(&mut app, "]");
+    assert!(selection_covers(&app, fork_point_owner(&source, 1)));
+    press(&mut app, "[");
+    assert!(selection_covers(&app, fork_point_owner(&source, 0)));
+    // On the /undo session, `[` from its end reaches where it was copied.
+    let mut undo = open(&fork_undo(UNDO));
+    press(&mut undo, "G[");
+    let screen = render(&mut undo);
+    let sel = screen
+        .lines()
+        .find(|l| l.contains("⑂ copied up to here"))
+        .unwrap();
+    assert!(sel.contains("⚑5"), "{screen}");
+    let here = undo.shown_rows(undo.rows.row_at(undo.cursor).unwrap());
+    assert!(here.contains(&undo.own_fork_row().unwrap()));
+}
+
+#[test]
 fn clicking_a_fork_track_enters_it_and_o_goes_back_to_the_source() {
     let mut app = open(&fork_undo(SOURCE));
     let screen = render(&mut app);
@@ -197,7 +236,10 @@ fn clicking_a_fork_track_enters_it_and_o_goes_back_to_the_source() {
     let dir = opened(&mut app, effect);
     assert!(dir.ends_with(FORK));
     let screen = render(&mut app);
-    assert!(screen.contains("α: ⑂ /fork of one at ⚑6"), "{screen}");
+    assert!(
+        screen.contains("α: ⑂ /fork of one · from ⚑6 · shares 23 records"),
+        "{screen}"
+    );
     // The fork has no forks of its own: `o` is the way back.
     let effect = press(&mut app, "o");
     let dir = opened(&mut app, effect);
@@ -256,7 +298,7 @@ fn a_fork_made_while_the_source_is_shown_appears_on_its_map() {
     }
     let screen = render(&mut app);
     assert!(
-        screen.contains("└⑂ /fork · 1daf86b9 · from ⚑6 · 23 records"),
+        screen.contains("└⑂ /fork · 1daf86b9 · from ⚑6 · shares 23 records"),
         "{screen}"
     );
     assert!(screen.contains("⑂ /fork 1daf86b9"), "{screen}");

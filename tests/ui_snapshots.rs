@@ -165,10 +165,28 @@ fn detail() {
 
 #[test]
 fn help() {
+    // The checkout's path would show; relative to it, the session's path
+    // the help shows is the same on every machine.
+    let abs = fixture_dir("dmail_twice");
+    let mut s = Session::load(&abs).unwrap();
+    s.dir = abs
+        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .unwrap()
+        .to_path_buf();
+    let s = Arc::new(s);
     for (w, h) in SIZES {
-        let mut app = app_on("dmail_twice", w, h);
+        let mut app = App::new(Theme { color: false }, false, Size::new(w, h));
+        app.work_dir = Some("~/project".into());
+        app.update(Live::Snapshot(s.clone()));
         press(&mut app, "?");
-        insta::assert_snapshot!(format!("help_{w}x{h}"), render(&mut app));
+        let screen = render(&mut app);
+        // The help says where the session is (what `send` and `tree` take).
+        assert!(screen.contains(" Session "), "{screen}");
+        assert!(
+            screen.contains("fixtures/kimi-cli/dmail_twice/sessions/"),
+            "{screen}"
+        );
+        insta::assert_snapshot!(format!("help_{w}x{h}"), screen);
     }
 }
 
@@ -371,7 +389,7 @@ fn fork_sessions() {
         let mut app = app_on_dir(&fork_undo_dir("e299ef2f-64d0-45f5-b7f1-32ec254df600"), w, h);
         let screen = render(&mut app);
         assert!(
-            screen.contains("α: ⑂ /undo of one at ⚑5 · record 18"),
+            screen.contains("α: ⑂ /undo of one · from ⚑5 · shares 19 records"),
             "{screen}"
         );
         insta::assert_snapshot!(format!("fork_undo_{w}x{h}"), screen);

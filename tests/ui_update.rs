@@ -396,6 +396,97 @@ fn following_shows_the_leap_to_a_new_world_line() {
     assert_eq!(app.cursor, app.rows.len() - 1);
 }
 
+/// dmail_twice with its three world lines, γ (context.jsonl) cut to its
+/// first `keep` lines: γ growing as the agent writes.
+fn growing_gamma(dir: &std::path::Path, keep: usize) {
+    growing(dir, 2);
+    growing(dir, 3);
+    let src = common::fixture_session("kimi-cli", "dmail_twice");
+    let text = std::fs::read_to_string(src.join("context.jsonl")).unwrap();
+    let cut: String = text.split_inclusive('\n').take(keep).collect();
+    std::fs::write(dir.join("context.jsonl"), cut).unwrap();
+}
+
+#[test]
+fn a_caption_in_the_status_line_is_said_again_as_its_line_grows() {
+    let tmp = tempfile::tempdir().unwrap();
+    growing_gamma(tmp.path(), 11);
+    let mut app = App::new(Theme { color: false }, false, Size::new(100, 24));
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    assert_eq!(app.map.tracks.len(), 3);
+    press(&mut app, "hl");
+    assert_eq!(app.focus, 2);
+    let before = app.status.clone().unwrap();
+    assert!(before.starts_with("γ: back to ⚑2 from β"), "{before}");
+    // γ grows: the status keeps saying γ's caption, with the new share.
+    growing_gamma(tmp.path(), 100);
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    let after = app.status.clone().unwrap();
+    assert_ne!(before, after, "a grown line's caption is said again");
+    assert_eq!(after, format!("{} (context.jsonl)", app.map.caption(2)));
+    // A message said before a new world line appeared is about fewer lines.
+    let tmp2 = tempfile::tempdir().unwrap();
+    growing(tmp2.path(), 2);
+    let mut app = App::new(Theme { color: false }, false, Size::new(100, 24));
+    app.update(Live::Snapshot(Arc::new(
+        Session::load(tmp2.path()).unwrap(),
+    )));
+    app.status = Some("D-Mail landed: back at checkpoint 2, world line β begins with it".into());
+    growing(tmp2.path(), 3);
+    app.update(Live::Snapshot(Arc::new(
+        Session::load(tmp2.path()).unwrap(),
+    )));
+    assert_eq!(app.status, None, "a new world line makes it stale");
+}
+
+#[test]
+fn a_leaps_caption_goes_with_the_leap() {
+    let tmp = tempfile::tempdir().unwrap();
+    growing(tmp.path(), 2);
+    let mut app = App::new(Theme { color: false }, true, Size::new(100, 24));
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    growing_gamma(tmp.path(), 11);
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    assert!(app
+        .status
+        .as_deref()
+        .unwrap()
+        .starts_with("new world line · γ"));
+    // The leap is over; γ grows: "new world line · … 5% new" would lie.
+    app.leap = Some(worldline::ui::app::Leap {
+        line: 2,
+        until: std::time::Instant::now(),
+    });
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    growing_gamma(tmp.path(), 100);
+    app.update(Live::Snapshot(Arc::new(Session::load(tmp.path()).unwrap())));
+    assert_eq!(app.status, None);
+}
+
+fn screen(app: &mut App, w: u16, h: u16) -> String {
+    app.prepare();
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+    term.draw(|f| {
+        worldline::ui::view::draw(f, app);
+    })
+    .unwrap();
+    term.backend().to_string()
+}
+
+#[test]
+fn the_arc_row_shows_the_focused_lines_d_mail() {
+    let mut app = app_on("dmail_twice");
+    app.update(Msg::Resize(Size::new(100, 30)));
+    let gamma = screen(&mut app, 100, 30);
+    assert!(gamma.contains("✉ β⚑3 → ⚑2"), "{gamma}");
+    // h, h: α, which sent the D-Mail that made β, not the one into γ.
+    press(&mut app, "hh");
+    assert_eq!(app.focus, 0);
+    let alpha = screen(&mut app, 100, 30);
+    assert!(!alpha.contains("β⚑3 → ⚑2"), "{alpha}");
+    assert!(alpha.contains("✉ α⚑"), "{alpha}");
+}
+
 #[test]
 fn selection_survives_snapshots_and_follow_jumps_to_the_newest() {
     let mut app = app_on("dmail_twice");
@@ -616,4 +707,47 @@ fn app_and_view_do_not_import_each_other() {
     assert!(!src("keys.rs").contains("super::view"));
     // The key table is the only place keys are bound.
     assert!(!src("app.rs").contains("KeyCode"));
+}
+
+/// The detail pane's text for record `r` of dmail_twice, its body loaded.
+fn detail_text(s: &Session, r: worldline::worldline::RecordRef) -> String {
+    let body = s.body(r).map_err(|e| e.to_string());
+    worldline::ui::detail::lines(s, r, Some(&body), &Theme { color: false })
+        .iter()
+        .map(|l| {
+            l.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+                + "\n"
+        })
+        .collect()
+}
+
+#[test]
+fn the_detail_names_tools_and_world_lines_not_call_ids_or_files() {
+    let s = fixture("dmail_twice");
+    let f = &s.agents[0].family;
+    let at = |line: usize, role: Role| {
+        let record = f.files[line]
+            .records
+            .iter()
+            .position(|m| *m.role() == role)
+            .unwrap();
+        f.owner(line, record).unwrap()
+    };
+    // α's ReadFile result says which tool it answers, not `call t1`.
+    let result = detail_text(&s, at(0, Role::Tool));
+    assert!(result.contains("↳ result of ReadFile"), "{result}");
+    assert!(!result.contains("t1"), "{result}");
+    // β begins with α's D-Mail: said with names, not call ids or files.
+    let first = f.lines[1].shared;
+    let begins = detail_text(&s, f.owner(1, first).unwrap());
+    assert!(
+        begins.contains("world line β begins: ✉ D-Mail from α → ⚑1"),
+        "{begins}"
+    );
+    for raw in ["c2", "context_1.jsonl", "[after", "⟲"] {
+        assert!(!begins.contains(raw), "{raw}: {begins}");
+    }
 }

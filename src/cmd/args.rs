@@ -97,8 +97,10 @@ pub struct WatchArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct SendArgs {
-    /// Session directory (or id), or the path of a denwa socket
-    pub target: String,
+    /// Session directory (or id), or the path of a denwa socket; with
+    /// --status and no session, every live session of yours is listed
+    #[arg(required_unless_present = "status")]
+    pub target: Option<String>,
     /// kimi-cli: the checkpoint id to send the D-Mail back to
     #[arg(long, conflicts_with_all = ["turns_back", "turn"])]
     pub checkpoint: Option<i64>,
@@ -145,10 +147,10 @@ pub struct ReplayArgs {
     #[arg(long, default_value_t = 1.0)]
     pub speed: f64,
     /// Write the replayed copy here (an empty or new directory) instead of a
-    /// temporary one that is removed afterwards
+    /// temporary one (removed when the TUI closes; kept when --headless)
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Only write the copy; print its directory on the first line
+    /// Only write the copy, and keep it; print its directory on the first line
     #[arg(long)]
     pub headless: bool,
     /// Poll the files instead of using native file notifications

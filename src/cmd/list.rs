@@ -38,7 +38,7 @@ pub fn list(args: &ListArgs) -> anyhow::Result<()> {
     }
     let mut text = format!(
         "{:<44}  {:<9}  {:>5}  {:>4}  {:<16}  {:>9}  {:<24}  WORK DIR\n",
-        "ID", "TOOL", "LINES", "SUBS", "MODIFIED", "SIZE", "TITLE"
+        "ID", "TOOL", "LINES", "SUBS", "MODIFIED (UTC)", "SIZE", "TITLE"
     );
     for r in rows {
         // A fork is indented under its source (the list puts it there).

@@ -5,6 +5,7 @@
 
 pub mod args;
 mod list;
+mod live;
 mod out;
 mod replay;
 mod send;

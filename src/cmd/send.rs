@@ -8,8 +8,22 @@ use worldline::denwa::{send_command, SendOptions};
 use super::args::SendArgs;
 
 pub fn send(a: &SendArgs) -> anyhow::Result<ExitCode> {
+    let Some(target) = &a.target else {
+        // `--status` alone: which sessions are live, and where.
+        return super::live::live_status();
+    };
+    // An id names a session the way every other command finds it (a live
+    // demo's too, registered outside every home).
+    let target = match std::path::Path::new(target).exists() {
+        true => target.clone(),
+        false => worldline::sources::lookup::resolve(
+            Some(target),
+            &worldline::sources::lookup::Locator::from_env(),
+        )
+        .map_or_else(|_| target.clone(), |p| p.to_string_lossy().into_owned()),
+    };
     send_command(&SendOptions {
-        target: a.target.clone(),
+        target,
         checkpoint: a.checkpoint,
         turns_back: a.turns_back,
         keep_turns: a.turn,

@@ -53,13 +53,27 @@ pub fn run_agent(
 
 /// Keeps the demo's DenwaRenji reachable from `worldline send` and the TUI.
 pub struct DenwaHosting {
-    server: crate::denwa::DenwaServer,
+    server: Option<crate::denwa::DenwaServer>,
 }
 
 impl DenwaHosting {
-    /// Removes the socket and `denwa.json`.
-    pub fn shutdown(self) {
-        self.server.shutdown();
+    /// Removes the socket, `denwa.json` and the registration.
+    pub fn shutdown(mut self) {
+        self.close();
+    }
+
+    fn close(&mut self) {
+        if let Some(server) = self.server.take() {
+            crate::denwa::live_list::unregister(server.socket_path());
+            server.shutdown();
+        }
+    }
+}
+
+impl Drop for DenwaHosting {
+    /// An error on the way out (the terminal gone) still unregisters.
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -76,7 +90,12 @@ fn start_denwa(
         runtime_dir: None,
     };
     let server = crate::denwa::DenwaServer::start(cfg, renji)?;
-    Ok(DenwaHosting { server })
+    // The session lives in a temporary directory no listing looks in:
+    // registered, `send --status`, `list` and ids find it while it runs.
+    let _ = crate::denwa::live_list::register(server.socket_path(), session_dir);
+    Ok(DenwaHosting {
+        server: Some(server),
+    })
 }
 
 fn seed() -> u64 {

@@ -261,11 +261,12 @@ pub fn pytest_output(parse_fixed: bool, cli_fixed: bool) -> (&'static str, i32) 
     }
 }
 
-/// Own D-Mail 1 tells the past what is already on disk, as the compose box
-/// suggests: a revert rewinds the conversation, never the files.
-const DMAIL_1: &str = "Already on disk (a revert rewinds only this conversation): tally/parse.py now skips the header before list(reader), and the tests ran after it: only test_cli_sum_header fails. Still to do: tally/cli.py calls read_rows(args.file, header=args.header) but the parameter is skip_header. Fix that one line, then run the tests once. The explore subagent had already said cli.py is the only caller.";
+/// Own D-Mail 1 leads with what to do (the map's reason, the rows and
+/// `tree` show its start), then, as the compose box suggests, what is
+/// already on disk: a revert rewinds the conversation, never the files.
+const DMAIL_1: &str = "Fix one line: tally/cli.py calls read_rows(args.file, header=args.header) but the parameter is skip_header; then run the tests once. The explore subagent had already said cli.py is the only caller. Already on disk (a revert rewinds only this conversation): tally/parse.py now skips the header before list(reader), and the tests ran after it: only test_cli_sum_header fails.";
 
-const DMAIL_2: &str = "Already on disk (a revert keeps files): tally/parse.py skips the header first and read_rows takes skip_blank=False but ignores it; tally/cli.py passes skip_header=args.header; tests/test_skip_blank.py exists and fails. Still to do, in one pass: make skip_blank drop rows whose cells are all blank, add `--skip-blank` (store_true) to the sum parser and pass it through (the user asks for that flag next anyway), then run pytest once: all 9 tests pass.";
+const DMAIL_2: &str = "Do it in one pass: make skip_blank drop rows whose cells are all blank, add `--skip-blank` (store_true) to the sum parser and pass it through (the user asks for that flag next anyway), then run pytest once: all 9 tests pass. Already on disk (a revert keeps files): tally/parse.py skips the header first and read_rows takes skip_blank=False but ignores it; tally/cli.py passes skip_header=args.header; tests/test_skip_blank.py exists and fails.";
 
 const FIXED_ANSWER: &str = "Fixed. `read_rows` consumed the whole file before skipping the header, so the header reached `Decimal()`; the skip now happens first. `tally/cli.py` also passed `header=` instead of `skip_header=`. All 7 tests pass.";
 

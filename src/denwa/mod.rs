@@ -7,6 +7,7 @@ mod client;
 mod conn;
 mod discovery;
 mod error;
+pub mod live_list;
 mod lock;
 pub mod protocol;
 pub mod renji;
@@ -19,10 +20,11 @@ pub use accept::MAX_CONNECTIONS;
 pub use client::DenwaClient;
 pub use conn::{ServerLimits, IDLE_TIMEOUT};
 pub use discovery::{
-    is_live, read_announcement, safe_name, socket_dir, socket_path_for, socket_path_in,
-    Announcement, DENWA_JSON,
+    env_runtime_dir, is_live, read_announcement, safe_name, socket_dir, socket_path_for,
+    socket_path_in, Announcement, DENWA_JSON,
 };
 pub use error::DenwaError;
+pub use live_list::{live_sessions, live_text, LiveSession};
 pub use protocol::{Hello, Status, MAX_LINE, PROTOCOL};
 pub use renji::{DMail, DenwaRenji, DenwaRenjiError};
 pub use route::{Back, DMailRoute, TurnsError, TurnsSent, TurnsStatus};

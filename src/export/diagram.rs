@@ -70,7 +70,7 @@ fn line_id(agent: usize, line: usize) -> String {
 }
 
 fn line_label(l: &LineStory) -> Vec<String> {
-    vec![
+    let mut label = vec![
         format!(
             "{}  {}{}",
             l.name,
@@ -80,7 +80,14 @@ fn line_label(l: &LineStory) -> Vec<String> {
         ),
         l.checkpoint_range(),
         l.counts(),
-    ]
+    ];
+    // A compaction inside the line (no world line of its own): said on it,
+    // as the text tree, the TUI and the SVG mark it.
+    if !l.compactions.is_empty() {
+        let at: Vec<String> = l.compactions.iter().map(|n| n.to_string()).collect();
+        label.push(format!("⊜ compacted at line {}", at.join(", ")));
+    }
+    label
 }
 
 fn line_tooltip(l: &LineStory) -> String {
@@ -123,7 +130,11 @@ fn items(s: &Session, story: &Story) -> Vec<Item> {
 const LINEAGE_COLOUR: &str = "#606060";
 
 fn link_label(l: &SessionLink) -> Vec<String> {
-    vec![format!("/{} · {} records", l.kind.as_str(), l.records)]
+    vec![format!(
+        "/{} · {}",
+        l.kind.as_str(),
+        crate::text::count(l.records as u64, "record")
+    )]
 }
 
 /// The source session feeds the first world line; a fork leaves the world

@@ -112,6 +112,7 @@ pub fn html(s: &Session) -> String {
     out.push_str(&super::svg::map_svg(s, &super::svg::SvgOptions::embedded()));
     out.push_str("</nav>\n");
     index(&mut out, &story);
+    lineage(&mut out, s);
     for (k, agent) in story.agents.iter().enumerate() {
         agent_section(&mut out, s, &story, k, agent);
     }
@@ -120,9 +121,8 @@ pub fn html(s: &Session) -> String {
         for w in &s.warnings {
             let _ = writeln!(
                 out,
-                "<li>{}:{}: {}</li>",
-                esc_line(&w.file),
-                w.line,
+                "<li>{}: {}</li>",
+                esc_line(&w.place()),
                 esc_line(&w.message)
             );
         }
@@ -135,6 +135,29 @@ pub fn html(s: &Session) -> String {
         env!("CARGO_PKG_VERSION")
     );
     out
+}
+
+/// Where this session came from and the `/fork` and `/undo` sessions made
+/// from it, in the words the TUI's map uses.
+fn lineage(out: &mut String, s: &Session) {
+    let map = crate::worldline::map::Map::of_session(s);
+    let came = crate::worldline::map::came_from(s);
+    if came.is_none() && map.forks.is_empty() {
+        return;
+    }
+    out.push_str("<h2>Sessions</h2>\n<ul class=\"lineage\">\n");
+    if let Some(c) = came {
+        let _ = writeln!(out, "<li>this session is a {}</li>", esc_line(&c));
+    }
+    for fk in &map.forks {
+        let text = fk.text();
+        let _ = writeln!(
+            out,
+            "<li>made from this one: {}</li>",
+            esc_line(text.trim_start_matches("⑂ "))
+        );
+    }
+    out.push_str("</ul>\n");
 }
 
 fn plural(n: usize) -> &'static str {
@@ -327,8 +350,8 @@ fn line_section(
     if let Some(owner) = f.fork_record(l.index) {
         let _ = write!(
             why_html,
-            "<br><span class=\"muted\">Its first {} records are shared; they end at <a href=\"#{}\">{}</a>.</span>",
-            wl.shared,
+            "<br><span class=\"muted\">It shares its first {}, up to <a href=\"#{}\">{}</a>.</span>",
+            crate::text::count(wl.shared as u64, "record"),
             record_anchor(owner),
             esc_line(&place_name(
                 &agent.lines,
@@ -389,7 +412,9 @@ fn forks_here(out: &mut String, story: &Story, f: &Family, r: RecordRef) {
 }
 
 fn time_of(s: &Session, r: RecordRef) -> String {
-    s.time(r).map(super::format_clock).unwrap_or_default()
+    s.time(r)
+        .map(|t| format!("{} UTC", super::format_clock(t)))
+        .unwrap_or_default()
 }
 
 fn record(

@@ -12,7 +12,7 @@ pub mod svg;
 
 pub use diagram::{dot, mermaid};
 pub use html::html;
-pub use plain::{fork_label, text_tree};
+pub use plain::{fork_label, subagent_words, text_tree};
 pub use svg::{map_svg, SvgOptions};
 
 /// Local time is not known without a tz database; times print in UTC.

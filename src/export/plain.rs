@@ -4,7 +4,8 @@
 use std::fmt::Write;
 
 use crate::text::{sanitize_line, sanitize_message, sanitize_path};
-use crate::worldline::{Agent, Family, ForkKind, Session, SessionLink, Tool};
+use crate::worldline::names::line_name;
+use crate::worldline::{Agent, Family, ForkKind, Session, SessionLink, SubagentMeta, Tool};
 
 /// Where the session came from and what was made from it.
 fn lineage(out: &mut String, s: &Session) {
@@ -89,13 +90,8 @@ pub fn text_tree(s: &Session) -> String {
         let meta = a.meta.clone().unwrap_or_default();
         let _ = writeln!(
             out,
-            "\nsubagent {} ({}) \"{}\"{}{}",
-            sanitize_line(&meta.agent_id, 40),
-            sanitize_line(meta.subagent_type.as_deref().unwrap_or("?"), 20),
-            sanitize_line(meta.description.as_deref().unwrap_or(""), 60),
-            meta.status
-                .map(|st| format!(" [{}]", sanitize_line(&st, 20)))
-                .unwrap_or_default(),
+            "\nsubagent {}{}",
+            subagent_words(&meta),
             a.parent_tool_call_id
                 .as_deref()
                 .map(|id| format!(" ← Agent call {}", sanitize_line(id, 40)))
@@ -114,14 +110,38 @@ pub fn text_tree(s: &Session) -> String {
         for w in &s.warnings {
             let _ = writeln!(
                 out,
-                "  {}:{}: {}",
-                sanitize_line(&w.file, 80),
-                w.line,
+                "  {}: {}",
+                sanitize_line(&w.place(), 90),
                 sanitize_line(&w.message, 100)
             );
         }
     }
     out
+}
+
+/// `sub_1 (coder) "explore repo" [idle]`, leaving out what the session
+/// does not say (no `(?)` or `""`).
+pub fn subagent_words(meta: &SubagentMeta) -> String {
+    let mut out = sanitize_line(&meta.agent_id, 40);
+    if let Some(k) = meta
+        .subagent_type
+        .as_deref()
+        .filter(|k| !k.trim().is_empty())
+    {
+        let _ = write!(out, " ({})", sanitize_line(k, 20));
+    }
+    if let Some(d) = meta.description.as_deref().filter(|d| !d.trim().is_empty()) {
+        let _ = write!(out, " \"{}\"", sanitize_line(d, 60));
+    }
+    if let Some(st) = meta.status.as_deref().filter(|s| !s.trim().is_empty()) {
+        let _ = write!(out, " [{}]", sanitize_line(st, 20));
+    }
+    out
+}
+
+/// `1 checkpoint`, `3 checkpoints`.
+pub fn count(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", plural(n))
 }
 
 fn plural(n: usize) -> &'static str {
@@ -169,17 +189,20 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
     } else {
         "├─"
     };
+    // World lines by name, as every other view calls them; the file (or
+    // branch) after it says where it is on disk.
     let mut row = format!(
-        "{prefix}{branch}● {}{}  {} records",
+        "{prefix}{branch}● {}  {}{}  {}",
+        line_name(i),
         sanitize_message(&l.file),
         if l.current { " (current)" } else { "" },
-        file.records.len(),
+        count(file.records.len(), "record"),
     );
     if l.branch.is_none() {
-        let _ = write!(row, " · {} checkpoints", file.checkpoints());
+        let _ = write!(row, " · {}", count(file.checkpoints(), "checkpoint"));
     }
     if let Some(fk) = &l.fork {
-        let _ = write!(row, "  ⟲ {}", fork_label(f, i));
+        let _ = write!(row, "  {}", fork_label(f, i));
         if let (ForkKind::Dmail, Some(msg)) = (fk.kind, &fk.message) {
             let _ = write!(row, " \"{}\"", sanitize_line(msg, 70));
         }
@@ -212,47 +235,34 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
     }
 }
 
-/// `D-Mail → checkpoint 1 (sent by call c2 in context_1.jsonl)`.
+/// Why world line `i` exists, with its mark: `✉ D-Mail from α → ⚑1`,
+/// `⊜ compaction`, `∅ /clear`, `↶ undo of 1 turn after line 47`, `↶ rewind`;
+/// `(after β)` when it left another line than the one written before it
+/// (a D-Mail says `from β` instead). Lines are
+/// named α β γ, never by file or call id.
 pub fn fork_label(f: &Family, i: usize) -> String {
     let l = &f.lines[i];
     let Some(fk) = &l.fork else {
         return String::new();
     };
     let mut s = match fk.kind {
-        ForkKind::Dmail => match (fk.checkpoint, fk.turns) {
-            (None, Some(_)) => format!("D-Mail → {}", fk.dmail_back()),
-            (c, _) => format!(
-                "D-Mail → checkpoint {}",
-                c.map(|c| c.to_string()).unwrap_or_else(|| "?".into())
-            ),
-        },
-        ForkKind::Compaction => "compaction".to_string(),
-        ForkKind::Clear => "/clear".to_string(),
-        ForkKind::Undo => fk.undo_summary(),
-        ForkKind::Rewind
-        | ForkKind::Summarize
-        | ForkKind::Tree
-        | ForkKind::Fork
-        | ForkKind::Rollback => fk.kind.as_str().to_string(),
-        ForkKind::Unknown if l.branch.is_some() => "branch".to_string(),
-        ForkKind::Unknown => "unknown rotation".to_string(),
-    };
-    if fk.kind == ForkKind::Dmail {
-        match &fk.sender {
-            Some(snd) => {
-                let _ = write!(
-                    s,
-                    " (sent by call {} in {})",
-                    sanitize_line(&snd.tool_call_id, 30),
-                    sanitize_message(&f.lines[snd.call.line].file)
-                );
-            }
-            None => s.push_str(" (sent from outside the agent)"),
+        ForkKind::Dmail => {
+            let from = match &fk.sender {
+                Some(snd) => line_name(snd.call.line),
+                None => "outside the agent".to_string(),
+            };
+            // `⚑3`, or `2 turns back` where the agent undoes turns.
+            format!("✉ D-Mail from {from} → {}", fk.dmail_back())
         }
-    }
-    if fk.origin.is_some() && fk.origin != l.parent {
+        ForkKind::Undo => format!("↶ {}", fk.undo_summary()),
+        ForkKind::Unknown if l.branch.is_some() => "? branch, reason unknown".to_string(),
+        ForkKind::Unknown => "? unknown rotation".to_string(),
+        k => k.branch_words().to_string(),
+    };
+    // A D-Mail already names the line it came from.
+    if fk.kind != ForkKind::Dmail && fk.origin.is_some() && fk.origin != l.parent {
         if let Some(p) = l.parent {
-            let _ = write!(s, " [after {}]", sanitize_message(&f.lines[p].file));
+            let _ = write!(s, " (after {})", line_name(p));
         }
     }
     s
@@ -281,9 +291,8 @@ fn attempts(out: &mut String, f: &Family, indent: &str) {
         };
         let _ = writeln!(
             out,
-            "{indent}  ✗ {} call {} → checkpoint {checkpoint}: {} \"{}\"",
-            sanitize_message(&f.lines[a.call.line].file),
-            sanitize_line(&a.tool_call_id, 30),
+            "{indent}  ✗ from {} → ⚑{checkpoint}: {} \"{}\"",
+            line_name(a.call.line),
             why,
             sanitize_line(&a.message, 50)
         );

@@ -80,6 +80,9 @@ pub struct LineStory {
     pub start: Option<f64>,
     pub end: Option<f64>,
     pub fork: Option<ForkStory>,
+    /// Compactions inside this line that started no new world line (Kimi
+    /// Code's), with the wire line of each.
+    pub compactions: Vec<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -220,7 +223,17 @@ impl Story {
 
 fn agent_story(s: &Session, index: usize, a: &Agent) -> AgentStory {
     let f = &a.family;
-    let lines = (0..f.lines.len()).map(|i| line_story(f, i)).collect();
+    let lines = (0..f.lines.len())
+        .map(|i| LineStory {
+            compactions: a
+                .compactions
+                .iter()
+                .filter(|m| m.world_line == i)
+                .map(|m| m.line)
+                .collect(),
+            ..line_story(f, i)
+        })
+        .collect();
     let refused = f
         .attempts
         .iter()
@@ -306,6 +319,7 @@ fn line_story(f: &Family, i: usize) -> LineStory {
         start: times.first().copied(),
         end: times.last().copied(),
         fork,
+        compactions: Vec::new(),
     }
 }
 

@@ -4,7 +4,9 @@
 //! D-Mail arcs from the sending call to the target checkpoint with the
 //! message (full text in a `<title>` tooltip), refused D-Mails as marked
 //! stubs, compaction and `/clear` marks, subagents as short tracks under the
-//! call that ran them, and times and token totals where the files have them.
+//! call that ran them (and, when they have world lines of their own, their
+//! own map below), `/fork` and `/undo` sessions under their fork point, and
+//! times and token totals where the files have them.
 //!
 //! Written with plain `write!`s, not an SVG crate: the picture needs a
 //! dozen element kinds, every string goes through `markup::esc_line` either
@@ -163,8 +165,8 @@ impl Layout {
 }
 
 /// The full SendDMail message of an arc (the map keeps a one-line cut).
-fn full_message(s: &Session, order: &Order, a: &DMailArc) -> String {
-    s.main()
+fn full_message(family: &crate::worldline::Family, order: &Order, a: &DMailArc) -> String {
+    family
         .attempts
         .iter()
         .find(|t| {
@@ -174,6 +176,18 @@ fn full_message(s: &Session, order: &Order, a: &DMailArc) -> String {
         })
         .map(|t| t.message.clone())
         .unwrap_or_else(|| a.message.clone())
+}
+
+/// `⇲ subagent coder: explore repo`, or its id where the session records
+/// no type or description (never `?`).
+fn subagent_label(m: &super::story::SubagentStory) -> String {
+    let desc = m.description.as_deref().filter(|d| !d.trim().is_empty());
+    match (m.kind.as_deref().filter(|k| !k.trim().is_empty()), desc) {
+        (Some(k), Some(d)) => format!("⇲ subagent {k}: {d}"),
+        (Some(k), None) => format!("⇲ subagent {k}: {}", m.agent_id),
+        (None, Some(d)) => format!("⇲ subagent {}: {d}", m.agent_id),
+        (None, None) => format!("⇲ subagent {}", m.agent_id),
+    }
 }
 
 fn state_word(t: &Track) -> &'static str {
@@ -196,7 +210,6 @@ fn counts(t: &Track) -> String {
 
 pub fn map_svg(s: &Session, opts: &SvgOptions) -> String {
     let map = Map::of_session(s);
-    let order = Order::of(s.main());
     let story = Story::of(s);
     let lines = &story.main().lines;
 
@@ -240,6 +253,22 @@ pub fn map_svg(s: &Session, opts: &SvgOptions) -> String {
     if !map.subagents.is_empty() {
         let n = map.subagents.len();
         let _ = write!(summary, " · {n} subagent{}", if n == 1 { "" } else { "s" });
+        let theirs: usize = s.agents[1..].iter().map(|a| a.family.attempts.len()).sum();
+        if theirs > 0 {
+            let _ = write!(
+                summary,
+                " ({})",
+                crate::text::count(theirs as u64, "D-Mail")
+            );
+        }
+    }
+    if !map.forks.is_empty() {
+        let n = map.forks.len() as u64;
+        let _ = write!(
+            summary,
+            " · {} made from it",
+            crate::text::count(n, "session")
+        );
     }
     let lo = lines.iter().filter_map(|l| l.start).reduce(f64::min);
     let hi = lines.iter().filter_map(|l| l.end).reduce(f64::max);
@@ -262,8 +291,85 @@ pub fn map_svg(s: &Session, opts: &SvgOptions) -> String {
         .max(PAD + text_px(&title, 15.0) * 1.05)
         .max(PAD + text_px(&summary, 11.0));
 
+    let (right, mut y) = section(&mut body, s, 0, &map, &story, &l, opts);
+    widest = widest.max(right);
+    // A subagent with world lines of its own (its D-Mails to its own past)
+    // gets its own map under the main one, as the TUI shows it inside.
+    for (k, a) in s.agents.iter().enumerate().skip(1) {
+        if a.family.lines.len() < 2 && a.family.attempts.is_empty() {
+            continue;
+        }
+        let sub_map = Map::of_family(&a.family, &Order::of(&a.family));
+        let label = story
+            .agents
+            .get(k)
+            .and_then(|st| st.subagent.as_ref())
+            .map(subagent_label)
+            .unwrap_or_else(|| format!("⇲ subagent {k}"));
+        let label = crate::text::sanitize_line(&label, 90);
+        y += 14.0;
+        let _ = writeln!(
+            body,
+            "<text class=\"wl-text\" x=\"{}\" y=\"{}\" font-size=\"13\" font-weight=\"700\">{}</text>",
+            fmt(PAD),
+            fmt(y + 12.0),
+            esc_line(&label)
+        );
+        widest = widest.max(PAD + text_px(&label, 13.0) * 1.05);
+        let sl = Layout::new(&sub_map, l.left, y + 20.0);
+        let (right, bottom) = section(&mut body, s, k, &sub_map, &story, &sl, opts);
+        widest = widest.max(right);
+        y = bottom;
+    }
+
+    let w = (widest + PAD).ceil();
+    let h = (y + PAD).ceil();
+    let mut out = String::with_capacity(body.len() + 1024);
+    if opts.standalone {
+        out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    }
+    let _ = writeln!(
+        out,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"world-line map: {}\">",
+        esc_line(&title)
+    );
+    let _ = writeln!(
+        out,
+        "<title>{} · world lines</title>\n<style>{STYLE}</style>",
+        esc_line(&title)
+    );
+    let _ = writeln!(
+        out,
+        "<rect class=\"wl-card\" x=\"0.5\" y=\"0.5\" width=\"{}\" height=\"{}\" rx=\"8\"/>",
+        w - 1.0,
+        h - 1.0
+    );
+    out.push_str(&body);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// One agent's map drawn with layout `l`: its tracks, compaction and
+/// `/clear` marks, subagents and `/fork` sessions as short tracks under
+/// the call or fork point, and a band per D-Mail. Returns the right edge
+/// and the bottom of what it drew.
+fn section(
+    body: &mut String,
+    s: &Session,
+    agent: usize,
+    map: &Map,
+    story: &Story,
+    l: &Layout,
+    opts: &SvgOptions,
+) -> (f64, f64) {
+    let Some(family) = s.agents.get(agent).map(|a| &a.family) else {
+        return (l.right, l.top);
+    };
+    let order = Order::of(family);
+    let lines: &[super::story::LineStory] = story.agents.get(agent).map_or(&[], |a| &a.lines);
+    let mut widest = l.right;
     for t in &map.tracks {
-        widest = widest.max(track(&mut body, &l, &map, t, lines, opts));
+        widest = widest.max(track(body, l, map, t, lines, agent, opts));
     }
     for m in &map.marks {
         let (glyph, what) = match m.kind {
@@ -289,11 +395,7 @@ pub fn map_svg(s: &Session, opts: &SvgOptions) -> String {
         let agent = story.agents.get(sub.agent);
         let meta = agent.and_then(|a| a.subagent.as_ref());
         let label = match meta {
-            Some(m) => format!(
-                "⇲ subagent {}: {}",
-                m.kind.as_deref().unwrap_or("?"),
-                m.description.as_deref().unwrap_or(&m.agent_id)
-            ),
+            Some(m) => subagent_label(m),
             None => format!("⇲ subagent {}", sub.label),
         };
         let label = crate::text::sanitize_line(&label, 70);
@@ -338,42 +440,44 @@ pub fn map_svg(s: &Session, opts: &SvgOptions) -> String {
         widest = widest.max(x0 + len + 8.0 + text_px(&label, 11.0));
         y += SUB_ROW;
     }
+    // Sessions made from this one by `/fork` or `/undo`, as the TUI and the
+    // text tree show them: a short dotted track from the fork point.
+    for fk in &map.forks {
+        // The dotted elbow is the mark (⑂ is missing from common fonts).
+        let text = fk.text();
+        let label = crate::text::sanitize_line(text.trim_start_matches("⑂ "), 90);
+        let x0 = l.cx(fk.x);
+        let ty = y + 14.0;
+        let colour = line_colour(fk.host_line);
+        let _ = writeln!(
+            body,
+            "<g><title>{}</title>\
+             <path d=\"M{},{} V{} H{}\" stroke=\"{colour}\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\" fill=\"none\"/>\
+             <text class=\"wl-muted\" x=\"{}\" y=\"{}\" font-size=\"11\">{}</text></g>",
+            esc_line(&label),
+            fmt(x0),
+            fmt(l.ty(fk.host_line) + 4.0),
+            fmt(ty),
+            fmt(x0 + 24.0),
+            fmt(x0 + 30.0),
+            fmt(ty + 4.0),
+            esc_line(&label),
+        );
+        widest = widest.max(x0 + 30.0 + text_px(&label, 11.0));
+        y += SUB_ROW;
+    }
 
     // D-Mails: each in its own band under the map, joined to its sender
     // and (when it landed or its checkpoint is on the map) its target.
     y += 6.0;
     for a in &map.arcs {
-        let full = full_message(s, &order, a);
-        let (band, right) = arc(&mut body, &l, &map, a, &full, y);
+        let full = full_message(family, &order, a);
+        let (band, right) = arc(body, l, map, a, &full, y);
         widest = widest.max(right);
         y += band;
     }
 
-    let w = (widest + PAD).ceil();
-    let h = (y + PAD).ceil();
-    let mut out = String::with_capacity(body.len() + 1024);
-    if opts.standalone {
-        out.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    }
-    let _ = writeln!(
-        out,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"world-line map: {}\">",
-        esc_line(&title)
-    );
-    let _ = writeln!(
-        out,
-        "<title>{} · world lines</title>\n<style>{STYLE}</style>",
-        esc_line(&title)
-    );
-    let _ = writeln!(
-        out,
-        "<rect class=\"wl-card\" x=\"0.5\" y=\"0.5\" width=\"{}\" height=\"{}\" rx=\"8\"/>",
-        w - 1.0,
-        h - 1.0
-    );
-    out.push_str(&body);
-    out.push_str("</svg>\n");
-    out
+    (widest, y)
 }
 
 /// One track: name, fork elbow, line, ticks, head and the words on the
@@ -384,6 +488,7 @@ fn track(
     map: &Map,
     t: &Track,
     lines: &[super::story::LineStory],
+    agent: usize,
     opts: &SvgOptions,
 ) -> f64 {
     let colour = line_colour(t.colour);
@@ -405,7 +510,7 @@ fn track(
     }
     let _ = write!(tip, " · {}", t.reason);
     if opts.links {
-        let _ = write!(out, "<a href=\"#a0-l{}\">", t.line);
+        let _ = write!(out, "<a href=\"#a{agent}-l{}\">", t.line);
     } else {
         out.push_str("<g>");
     }

@@ -229,6 +229,18 @@ impl Target {
             Target::Temp(_, p) | Target::Dir(p) => p,
         }
     }
+
+    /// The copy outlives the run (a temporary directory is not removed):
+    /// a headless replay's only output is the path it printed.
+    pub fn kept(self) -> Target {
+        match self {
+            Target::Temp(tmp, p) => {
+                let _ = tmp.keep();
+                Target::Dir(p)
+            }
+            d => d,
+        }
+    }
 }
 
 /// Plays `src` into `target` on a thread; the returned flag stops it and
@@ -263,7 +275,10 @@ pub fn run(
         .into());
     }
     let plan = Plan::of(src)?;
-    let target = Target::new(src, dir)?;
+    let mut target = Target::new(src, dir)?;
+    if headless {
+        target = target.kept();
+    }
     let mut player = Player::new(plan, target.path())?;
     player.start()?;
     if headless {

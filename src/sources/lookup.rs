@@ -102,7 +102,17 @@ pub fn sessions_here(loc: &Locator) -> Vec<PathBuf> {
     out
 }
 
-fn all_sessions(loc: &Locator) -> Vec<PathBuf> {
+/// Sessions a live host registered beside its socket (the demo's, in a
+/// temporary directory no listing looks in) that exist right now.
+pub fn live_registered() -> Vec<PathBuf> {
+    let dir = crate::denwa::socket_dir(crate::denwa::env_runtime_dir().as_deref());
+    crate::denwa::live_list::registered_dirs(&dir)
+        .into_iter()
+        .filter(|d| source_for(d).is_some())
+        .collect()
+}
+
+pub fn all_sessions(loc: &Locator) -> Vec<PathBuf> {
     let mut out = kimi_cli::share::session_dirs(&loc.cli.sessions_root());
     out.extend(loc.code.all_sessions());
     for s in registered() {
@@ -165,6 +175,15 @@ pub fn resolve(arg: Option<&str>, loc: &Locator) -> Result<PathBuf> {
         }
         code.extend(found);
     }
+    // A live session registered outside every home (the running demo).
+    let live: Vec<PathBuf> = live_registered()
+        .into_iter()
+        .filter(|d| name(d).starts_with(arg) && !code.contains(d))
+        .collect();
+    code.extend(live);
+    if let Some(exact) = code.iter().find(|d| name(d) == arg) {
+        return Ok(exact.clone());
+    }
     let cli = kimi_cli::resolve(Some(arg), &loc.cli);
     match (code.as_slice(), cli) {
         ([], cli) => cli,
@@ -218,6 +237,12 @@ pub fn list_checked(loc: &Locator, all: bool) -> (Vec<SessionSummary>, Vec<Warni
             s.sessions_here(&loc.cli.cwd)
         };
         rows.extend(found.iter().map(|p| s.summarize(p)));
+    }
+    // Live sessions outside every home (the running demo) are listed too.
+    for d in live_registered() {
+        if !rows.iter().any(|r| r.dir == d) {
+            rows.extend(source_for(&d).map(|s| s.summarize(&d)));
+        }
     }
     rows.sort_by(|a, b| b.modified.cmp(&a.modified).then(a.id.cmp(&b.id)));
     (kimi_cli::lineage::forks_under_sources(rows), warnings)

@@ -63,6 +63,20 @@ pub struct Leap {
 /// How long a leap stays on screen before following resumes.
 pub const LEAP: Duration = Duration::from_secs(4);
 
+/// A status line built from the map's caption of a world line: a snapshot
+/// that grows the line redraws it, so "5% new" never sits beside a header
+/// that says 72 %.
+#[derive(Clone, Debug)]
+struct Caption {
+    prefix: &'static str,
+    line: usize,
+    suffix: String,
+    /// What the status line said (another message replaced it if it differs).
+    shown: String,
+    /// A leap's caption goes with the leap.
+    with_leap: bool,
+}
+
 /// One choice of the filter menu.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilterItem {
@@ -267,6 +281,9 @@ pub struct App {
     pub detail_scroll: u16,
     pub search: SearchState,
     pub status: Option<String>,
+    /// The status line when it shows a world line's caption, so it can be
+    /// said again as the line grows (and dropped when its leap ends).
+    caption: Option<Caption>,
     pub size: Size,
     pub cache: Cache,
     /// Snapshots that only append records extend the row model and map;
@@ -306,6 +323,7 @@ impl App {
             detail_scroll: 0,
             search: SearchState::default(),
             status: None,
+            caption: None,
             size,
             cache: Cache::default(),
             incremental: true,
@@ -719,6 +737,9 @@ impl App {
         let unchanged = self.session.as_ref().is_some_and(|old| same_files(old, &s));
         let anchor = self.anchor();
         let lines_before = self.family().map_or(0, |f| f.lines.len());
+        let said = self.status.clone();
+        // Another session arriving (a hop) brings its own message.
+        let grew = !unchanged && self.session.as_ref().is_some_and(|old| old.id == s.id);
         self.live = match (first, self.live) {
             (_, LiveState::Live) => LiveState::Live,
             (true, _) if self.follow => LiveState::Live,
@@ -754,7 +775,7 @@ impl App {
                 line,
                 until: now + LEAP,
             });
-            self.status = Some(format!("new world line · {}", self.map.caption(line)));
+            self.say_caption("new world line · ", line, String::new(), true);
         }
         match self.leap {
             Some(l) if self.follow && now < l.until => self.show_leap(l.line),
@@ -771,7 +792,42 @@ impl App {
         if first && !self.follow {
             self.arrive();
         }
+        if grew && self.status == said {
+            self.restate(lines_now > lines_before);
+        }
         // Hits are kept by record: they stay right as rows move.
+    }
+
+    /// Shows `prefix`, world line `line`'s caption and `suffix`, redrawn by
+    /// later snapshots (while the leap lasts, `with_leap`).
+    fn say_caption(&mut self, prefix: &'static str, line: usize, suffix: String, with_leap: bool) {
+        let shown = format!("{prefix}{}{suffix}", self.map.caption(line));
+        self.status = Some(shown.clone());
+        self.caption = Some(Caption {
+            prefix,
+            line,
+            suffix,
+            shown,
+            with_leap,
+        });
+    }
+
+    /// A snapshot changed the session under a status said before it: a
+    /// caption is said again from the new map (or dropped with its leap);
+    /// any other message about fewer world lines than there are now goes.
+    fn restate(&mut self, more_lines: bool) {
+        let caption = self
+            .caption
+            .take()
+            .filter(|c| self.status.as_deref() == Some(c.shown.as_str()));
+        match caption {
+            Some(c) if c.with_leap && self.leap.is_none_or(|l| l.line != c.line) => {
+                self.status = None
+            }
+            Some(c) => self.say_caption(c.prefix, c.line, c.suffix, c.with_leap),
+            None if more_lines => self.status = None,
+            None => {}
+        }
     }
 
     /// Extends the row model and the map from `old` to the session now
@@ -833,7 +889,7 @@ impl App {
         }
         self.select_row(rows.start);
         self.focus = line;
-        self.status = Some(self.map.caption(line));
+        self.say_caption("", line, String::new(), false);
     }
 
     pub(super) fn refilter(&mut self) {
@@ -956,11 +1012,8 @@ impl App {
             self.detail_scroll = 0;
             self.keep_in_view();
         }
-        self.status = Some(format!(
-            "{} ({})",
-            self.map.caption(next),
-            crate::text::sanitize_line(&f.lines[next].file, 40)
-        ));
+        let file = format!(" ({})", crate::text::sanitize_line(&f.lines[next].file, 40));
+        self.say_caption("", next, file, false);
     }
 
     /// Rows worth jumping to: fork points, each world line's first own
@@ -981,13 +1034,32 @@ impl App {
         let cur = if d > 0 { here.end - 1 } else { here.start };
         let marks = self.marks();
         // Binary search: a million-record session may have many marks.
-        let target = if d > 0 {
+        let in_line = if d > 0 {
             marks.get(marks.partition_point(|&m| m <= cur)).copied()
         } else {
             marks
                 .partition_point(|&m| m < cur)
                 .checked_sub(1)
                 .and_then(|i| marks.get(i).copied())
+        };
+        // Where `/fork` and `/undo` sessions leave this one (and where this
+        // fork was copied from) are forks too: the nearest this way wins.
+        let sessions = self.fork_point_rows().into_iter().map(|(row, _)| row);
+        let sessions: Option<usize> = if d > 0 {
+            sessions
+                .filter(|&r| r > cur)
+                .chain(self.own_fork_row().filter(|&r| r > cur))
+                .min()
+        } else {
+            sessions
+                .filter(|&r| r < cur)
+                .chain(self.own_fork_row().filter(|&r| r < cur))
+                .max()
+        };
+        let target = match (in_line, sessions) {
+            (Some(a), Some(b)) if d > 0 => Some(a.min(b)),
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
         };
         match target {
             Some(row) => self.select_row(row),

@@ -26,6 +26,7 @@ pub const NOT_A_CHECKPOINT: &str =
     "d sends a D-Mail: select a checkpoint (⚑) of the current world line";
 pub const NOT_CURRENT: &str =
     "d sends a D-Mail: this world line is not current: D-Mails go to the live one";
+pub const NO_CHECKPOINTS: &str = "d sends a D-Mail back to a ⚑ checkpoint: this session has none";
 pub const NOT_LIVE: &str = "not live: no DenwaRenji socket for this session";
 pub const NOT_A_TURN: &str = "d sends a D-Mail: select a record of the current world line";
 pub const ACROSS_COMPACTION: &str =

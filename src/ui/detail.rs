@@ -55,7 +55,7 @@ pub fn lines(
         if l.shared == r.record && l.fork.is_some() {
             out.push(Line::from(Span::styled(
                 format!(
-                    "⟲ world line {} begins: {}",
+                    "world line {} begins: {}",
                     line_name(r.line),
                     sanitize_line(&crate::export::fork_label(f, r.line), 200)
                 ),
@@ -84,7 +84,7 @@ pub fn lines(
             t.accent(),
         ))),
         Some(Marker::Compaction) => out.push(Line::from(Span::styled(
-            "⇲ the context was compacted here".to_string(),
+            "⊜ the context was compacted here (summarised, not reverted)".to_string(),
             t.accent(),
         ))),
         _ => {}
@@ -137,11 +137,12 @@ pub fn lines(
             return out;
         }
     };
-    if let Some(id) = &b.tool_call_id {
-        out.push(Line::from(Span::styled(
-            format!("↳ result of call {}", sanitize_line(id, 60)),
-            t.dim(),
-        )));
+    if b.tool_call_id.is_some() {
+        // Named by the tool that was called, not by its call id.
+        let what = calling_tool(f, r)
+            .map(|name| format!("↳ result of {}", sanitize_line(name, 60)))
+            .unwrap_or_else(|| "↳ a tool's result".to_string());
+        out.push(Line::from(Span::styled(what, t.dim())));
     }
     for p in &b.parts {
         match p {
@@ -180,7 +181,6 @@ pub fn lines(
         out.push(Line::from(vec![
             Span::styled("→ ".to_string(), t.accent()),
             Span::styled(sanitize_line(&c.name, 60), t.bold()),
-            Span::styled(format!("  ({})", sanitize_line(&c.id, 60)), t.dim()),
         ]));
         let pretty = serde_json::from_str::<serde_json::Value>(&c.arguments)
             .ok()
@@ -192,6 +192,19 @@ pub fn lines(
         out.push(Line::from(format!("{tokens} tokens")));
     }
     out
+}
+
+/// The name of the tool whose call tool result `r` answers: the nearest
+/// call with its key before it on its line (a bounded look back).
+fn calling_tool(f: &Family, r: RecordRef) -> Option<&str> {
+    let records = &f.files.get(r.line)?.records;
+    let key = records.get(r.record)?.tool_call_key()?;
+    records[..r.record].iter().rev().take(4096).find_map(|m| {
+        m.tool_calls()
+            .iter()
+            .find(|c| c.key() == key)
+            .map(|c| c.name())
+    })
 }
 
 /// World lines that leave from this record.
@@ -227,10 +240,8 @@ fn dmail_injection(out: &mut Vec<Line<'static>>, f: &Family, r: RecordRef, msg: 
     )));
     let from = match fork.and_then(|k| k.sender.as_ref()) {
         Some(snd) => format!(
-            "sent from the future of world line {} (call {} in {})",
-            line_name(snd.call.line),
-            sanitize_line(&snd.tool_call_id, 40),
-            f.lines.get(snd.call.line).map_or("?", |l| l.file.as_str())
+            "sent from the future of world line {}",
+            line_name(snd.call.line)
         ),
         None if fork.is_some_and(|k| k.kind == ForkKind::Dmail) => {
             "sent from outside the agent".to_string()

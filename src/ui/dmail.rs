@@ -7,6 +7,24 @@ use super::compose::{self, Note, PendingJump, Reply, SendRequest};
 use super::theme::line_name;
 
 impl App {
+    /// Does the agent shown write ⚑ checkpoints (what a D-Mail goes back
+    /// to)? Some formats have none: `d` is then not offered.
+    pub fn has_checkpoints(&self) -> bool {
+        self.map.tracks.iter().any(|t| !t.ticks.is_empty())
+    }
+
+    /// Is key binding `b` of use here (the footer and help leave out what
+    /// isn't)?
+    pub fn offers(&self, b: &super::keys::Binding) -> bool {
+        self.has_checkpoints() || self.by_turns() || !matches!((b.action)(), Action::DMail)
+    }
+
+    /// Does this session take D-Mails by turns (a server that undoes
+    /// them), with or without checkpoints?
+    fn by_turns(&self) -> bool {
+        self.session.as_deref().is_some_and(compose::by_turns)
+    }
+
     /// `d`: explain, or ask the runtime whether the agent is live.
     pub(super) fn dmail(&mut self) -> Effect {
         let Some(s) = self.session.clone() else {
@@ -15,6 +33,10 @@ impl App {
         // By turns any record of the current world line will do; by
         // checkpoints the selected ⚑ (or the one a folded step holds).
         let by_turns = compose::by_turns(&s);
+        if !by_turns && !self.has_checkpoints() {
+            self.status = Some(compose::NO_CHECKPOINTS.into());
+            return Effect::None;
+        }
         let r = if by_turns {
             self.selected()
         } else {

@@ -48,6 +48,16 @@ impl App {
             .collect()
     }
 
+    /// The row where this session, a fork, was copied from its source.
+    pub fn own_fork_row(&self) -> Option<usize> {
+        let s = self.session.as_deref()?;
+        if self.agent != 0 {
+            return None;
+        }
+        let r = s.fork_point(s.forked_from.as_ref()?)?;
+        self.row_of_record(s, r)
+    }
+
     /// `o`: on a fork point, step into the fork leaving there; elsewhere go
     /// to the next fork point; on a fork without forks of its own, back to
     /// its source.

@@ -247,7 +247,20 @@ pub const FOOTER_TAIL: &str = "? help  q quit";
 /// The footer of the session screen for `width` columns: the best-ranked
 /// keys that fit, then `? help  q quit`. Also returns the keys left out.
 pub fn footer(width: usize) -> (String, Vec<&'static str>) {
-    let mut items: Vec<(&str, u8)> = TABLE.iter().filter_map(|b| b.footer).collect();
+    footer_where(width, |_| true)
+}
+
+/// `footer` of the bindings `offered` keeps (a key that can't work on
+/// this session, like `d` where there are no checkpoints, stays out).
+pub fn footer_where(
+    width: usize,
+    offered: impl Fn(&Binding) -> bool,
+) -> (String, Vec<&'static str>) {
+    let mut items: Vec<(&str, u8)> = TABLE
+        .iter()
+        .filter(|b| offered(b))
+        .filter_map(|b| b.footer)
+        .collect();
     items.sort_by_key(|&(_, rank)| rank);
     let budget = width.saturating_sub(crate::text::width(FOOTER_TAIL) + 2);
     let mut out = String::from(" ");

@@ -92,6 +92,18 @@ fn layout_ticks(map: &Map, t: &Track, cols: usize, every_tick: bool) -> Vec<Cell
     } else {
         set(&mut out, sc, '●', Ink::Head);
     }
+    // A compaction inside the line (no new world line) is marked where it is.
+    for m in map
+        .marks
+        .iter()
+        .filter(|m| m.line == t.line && Some(m.x) != t.fork_x)
+    {
+        let glyph = match m.kind {
+            MarkKind::Compaction => '⊜',
+            MarkKind::Clear => '∅',
+        };
+        set(&mut out, c(m.x), glyph, Ink::Mark);
+    }
     for s in map.subagents.iter().filter(|s| s.host_line == t.line) {
         set(&mut out, c(s.x), '⇲', Ink::Subagent);
     }
@@ -242,13 +254,15 @@ pub fn first_track(tracks: usize, rows: usize, focus: usize) -> usize {
     }
 }
 
-/// The map's arc row shows the D-Mail into `line`, else the newest one.
+/// The map's arc row shows the D-Mail into `line`, else (when `line` did
+/// not begin with a D-Mail from outside, which has no arc and says so)
+/// the newest one `line` sent; never one of other lines.
 pub fn arc_for(map: &Map, line: usize) -> Option<&DMailArc> {
     map.arc_into(line).or_else(|| {
-        map.arcs
-            .iter()
-            .rev()
-            .find(|a| matches!(a.outcome, Outcome::Landed(_)))
+        let from_outside = map.tracks.get(line).is_some_and(|t| t.back_to.is_some());
+        (!from_outside)
+            .then(|| map.arcs.iter().rev().find(|a| a.from_line == line))
+            .flatten()
     })
 }
 
@@ -285,10 +299,12 @@ fn fork_line(map: &Map, k: usize, cols: usize, w: usize, t: &Theme) -> Line<'sta
     let text = match map.forks.get(k) {
         Some(fk) if width(&full) > room => {
             let plain = format!("└{}", fk.text());
-            if width(&plain) <= room {
-                plain
-            } else {
-                format!("└⑂ /{} {}", fk.kind.as_str(), fk.label)
+            let short = format!("└⑂ /{} · {}", fk.kind.as_str(), fk.label);
+            let at = fk.checkpoint.map(|c| format!("{short} · from ⚑{c}"));
+            match at {
+                _ if width(&plain) <= room => plain,
+                Some(at) if width(&at) <= room => at,
+                _ => short,
             }
         }
         _ => full,
@@ -326,8 +342,17 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
     } else {
         "─ world lines ".to_string()
     };
+    // The rows' times are UTC (no tz database): the rule says so once.
+    let zone = if w >= width(&title) + 24 {
+        " times in UTC ─"
+    } else {
+        ""
+    };
     lines.push(Line::from(Span::styled(
-        format!("{title}{}", "─".repeat(w.saturating_sub(width(&title)))),
+        format!(
+            "{title}{}{zone}",
+            "─".repeat(w.saturating_sub(width(&title) + width(zone)))
+        ),
         t.dim(),
     )));
     for row in shown_rows {
@@ -337,11 +362,10 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
                 let sub = &map.subagents[k];
                 let at = col(sub.x, map.width, cols);
                 let text = format!(
-                    "╰⇲ {} · {} world line{} · {} steps (s enters)",
+                    "╰⇲ {} · {} · {} (s enters)",
                     sub.label,
-                    sub.world_lines,
-                    super::view::plural(sub.world_lines),
-                    sub.steps
+                    crate::text::count(sub.world_lines as u64, "world line"),
+                    crate::text::count(sub.steps as u64, "step")
                 );
                 lines.push(Line::from(vec![
                     Span::raw(" ".repeat(4 + at)),
@@ -381,7 +405,10 @@ pub fn draw(f: &mut Frame, area: Rect, map: &Map, focus: usize, lit: Option<usiz
         let used = 1 + 2 + 1 + cols + 11;
         let mut reason = tr.reason.clone();
         if tr.kind.is_none() {
-            reason.push_str(&format!(" · {} steps", tr.steps));
+            reason.push_str(&format!(
+                " · {}",
+                crate::text::count(tr.steps as u64, "step")
+            ));
             if let Some(tok) = tr.tokens {
                 reason.push_str(&format!(" · {} tok", super::view::short_tokens(tok)));
             }
@@ -501,6 +528,31 @@ mod tests {
             came_from: None,
             width: 20,
         }
+    }
+
+    #[test]
+    fn the_arc_row_speaks_of_the_focused_line_only() {
+        let mut m = two();
+        // γ began with a D-Mail from outside (no call on any line).
+        let mut g = track(2, 20..30, Some(12));
+        g.back_to = Some(2);
+        m.tracks.push(g);
+        m.tracks[1].back_to = Some(1);
+        m.width = 30;
+        assert_eq!(
+            arc_for(&m, 1).map(|a| a.from_line),
+            Some(0),
+            "the arc into β"
+        );
+        assert_eq!(
+            arc_for(&m, 0).map(|a| a.from_line),
+            Some(0),
+            "the arc α sent"
+        );
+        assert!(arc_for(&m, 2).is_none(), "γ came from outside: not β's arc");
+        // A line that neither sent nor received one shows none.
+        m.tracks.push(track(3, 30..31, None));
+        assert!(arc_for(&m, 3).is_none());
     }
 
     #[test]

@@ -67,7 +67,13 @@ pub fn draw(f: &mut Frame, p: &Picker, t: &Theme) {
             Line::from(vec![
                 Span::styled(" worldline ", t.accent()),
                 Span::styled("choose a session", t.bold()),
-                Span::styled(format!(" · {} sessions", p.sessions.len()), t.dim()),
+                Span::styled(
+                    format!(
+                        " · {}",
+                        crate::text::count(p.sessions.len() as u64, "session")
+                    ),
+                    t.dim(),
+                ),
             ]),
             Line::default(),
             Line::from(Span::styled(

@@ -144,10 +144,22 @@ impl App {
 pub fn draw_help(f: &mut Frame, app: &App, scroll: u16) {
     let t = &app.theme;
     let area = centered(f.area(), 86, 40);
-    let (_, hidden) = super::keys::footer(f.area().width as usize);
+    let (_, hidden) = super::keys::footer_where(f.area().width as usize, |b| app.offers(b));
     let inner = area.width.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
-    for b in super::keys::TABLE.iter().filter(|b| !b.keys.is_empty()) {
+    // Where the session is: what `worldline send`, `tree` and a second
+    // `worldline` take (a demo's lives in a temporary directory).
+    if let Some(s) = &app.session {
+        lines.push(Line::from(vec![
+            Span::styled(" Session ", t.bold()),
+            Span::raw(crate::text::sanitize_path(&s.dir)),
+        ]));
+        lines.push(Line::default());
+    }
+    for b in super::keys::TABLE
+        .iter()
+        .filter(|b| !b.keys.is_empty() && app.offers(b))
+    {
         // `·` marks what the footer has no room for; one row a key, so the
         // keys stay a table however narrow the screen.
         let off_footer = b.footer.is_some_and(|(label, _)| hidden.contains(&label));
@@ -233,11 +245,15 @@ pub fn draw_subagents(f: &mut Frame, app: &App, sel: usize) {
     let mut lines = Vec::new();
     for (i, a) in s.agents.iter().enumerate().skip(1) {
         let m = a.meta.clone().unwrap_or_default();
+        // What the session doesn't say is left out, not shown as `(?) ""`.
+        let short = crate::worldline::SubagentMeta {
+            status: None,
+            description: m.description.as_deref().map(|d| sanitize_line(d, 30)),
+            ..m.clone()
+        };
         let text = format!(
-            " {} ({}) {} · {} world line{} {}",
-            sanitize_line(&m.agent_id, 20),
-            sanitize_line(m.subagent_type.as_deref().unwrap_or("?"), 12),
-            sanitize_line(m.description.as_deref().unwrap_or(""), 30),
+            " {} · {} world line{} {}",
+            crate::export::subagent_words(&short),
             a.family.lines.len(),
             plural(a.family.lines.len()),
             sanitize_line(m.status.as_deref().unwrap_or(""), 10)

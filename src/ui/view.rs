@@ -101,8 +101,12 @@ fn draw_header(f: &mut Frame, app: &App, area: Rect) {
             Span::styled(" subagent ", t.accent()),
             Span::styled(sanitize_line(&meta.agent_id, 20), t.bold()),
             Span::raw(format!(
-                " ({}) · Esc back to {}",
-                sanitize_line(meta.subagent_type.as_deref().unwrap_or("?"), 16),
+                "{} · Esc back to {}",
+                meta.subagent_type
+                    .as_deref()
+                    .filter(|k| !k.trim().is_empty())
+                    .map(|k| format!(" ({})", sanitize_line(k, 16)))
+                    .unwrap_or_default(),
                 truncate(&title, 20)
             )),
         ]
@@ -574,9 +578,9 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
             .checked_div(app.search.total)
             .unwrap_or(0);
         let text = format!(
-            "searching /{} … {pct}% · {} hits · Esc stops",
+            "searching /{} … {pct}% · {} · Esc stops",
             sanitize_line(&app.search.query, 30),
-            app.search.hits.len()
+            crate::text::count(app.search.hits.len() as u64, "hit")
         );
         with_tail(text, area.width as usize, t)
     } else if let Some(msg) = &app.status {
@@ -588,7 +592,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         ))
     } else {
         Line::from(Span::styled(
-            super::keys::footer(area.width as usize).0,
+            super::keys::footer_where(area.width as usize, |b| app.offers(b)).0,
             t.dim(),
         ))
     };

@@ -371,20 +371,28 @@ pub struct ForkTrack {
 }
 
 impl ForkTrack {
-    /// "⑂ /undo · Undo: one · from ⚑2 · 9 records".
+    /// "⑂ /undo · Undo: one · from ⚑2 · shares 9 records": the words its
+    /// fork's own header uses (`came_from`).
     pub fn text(&self) -> String {
-        let at = self
-            .checkpoint
-            .map(|c| format!(" · from ⚑{c}"))
-            .unwrap_or_default();
         format!(
-            "⑂ /{} · {}{at} · {} record{}",
+            "⑂ /{} · {}{}",
             self.kind.as_str(),
             self.label,
-            self.records,
-            if self.records == 1 { "" } else { "s" }
+            shared_words(self.checkpoint, self.records)
         )
     }
+}
+
+/// " · from ⚑2 · shares 9 records": where a fork session leaves its source,
+/// said the same way on both ends.
+pub fn shared_words(checkpoint: Option<i64>, records: usize) -> String {
+    let at = checkpoint
+        .map(|c| format!(" · from ⚑{c}"))
+        .unwrap_or_default();
+    format!(
+        "{at} · shares {records} record{}",
+        if records == 1 { "" } else { "s" }
+    )
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -840,8 +848,8 @@ fn link_label(id: &str, title: Option<&str>) -> String {
     }
 }
 
-/// Where a fork session came from, for its header: "/undo of one at ⚑2 ·
-/// record 8". The source's title is read from this session's own ("Undo:
+/// Where a fork session came from, for its header: "/undo of one · from
+/// ⚑2 · shares 9 records" (as the source's map says it). The source's title is read from this session's own ("Undo:
 /// one"), the only place kimi-cli writes it.
 pub fn came_from(s: &Session) -> Option<String> {
     let link = s.forked_from.as_ref()?;
@@ -851,13 +859,8 @@ pub fn came_from(s: &Session) -> Option<String> {
     });
     let name = link_label(&link.session, source);
     let at = match s.fork_point(link) {
-        Some(r) => {
-            let cp = checkpoint_at(&s.agents[0].family, r)
-                .map(|c| format!("⚑{c} · "))
-                .unwrap_or_default();
-            format!(" at {cp}record {}", r.record)
-        }
-        None => " before its first record".to_string(),
+        Some(r) => shared_words(checkpoint_at(&s.agents[0].family, r), r.record + 1),
+        None => " · shares no record".to_string(),
     };
     Some(format!("/{} of {name}{at}", link.kind.as_str()))
 }
@@ -1179,14 +1182,23 @@ mod tests {
         let s = fork_fixture("e299ef2f-64d0-45f5-b7f1-32ec254df600");
         let text = came_from(&s).unwrap();
         let r = s.fork_point(s.forked_from.as_ref().unwrap()).unwrap();
-        assert!(text.starts_with("/undo of one at ⚑"), "{text}");
-        assert!(text.ends_with(&format!("record {}", r.record)), "{text}");
+        // In the words the source's map uses for it (`ForkTrack::text`).
+        assert!(text.starts_with("/undo of one · from ⚑"), "{text}");
+        assert!(
+            text.ends_with(&format!("shares {} records", r.record + 1)),
+            "{text}"
+        );
+        let link = s.forked_from.as_ref().unwrap();
+        assert!(
+            text.ends_with(&format!("shares {} records", link.records)),
+            "{text}"
+        );
         let m = Map::of_session(&s);
         assert!(m.forks.is_empty());
         // The map's first line and the header's caption say it too.
         assert_eq!(m.tracks[0].reason, format!("⑂ {text}"));
         assert_eq!(m.caption(0), format!("α: ⑂ {text}"));
         let s = fork_fixture("1daf86b9-2123-4299-843b-fa06669261a9");
-        assert!(came_from(&s).unwrap().starts_with("/fork of one at "));
+        assert!(came_from(&s).unwrap().starts_with("/fork of one · from "));
     }
 }
