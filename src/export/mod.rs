@@ -2,6 +2,7 @@
 //! dot and Mermaid diagrams, the SVG map and the one-file HTML report, all
 //! in the words of `story` (`cmd/tree.rs` picks one and prints it).
 
+pub mod compare;
 mod diagram;
 pub mod html;
 pub mod json;

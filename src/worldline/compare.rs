@@ -370,16 +370,26 @@ fn fork_point(
         .get(a)
         .map(|f| &f.records[..shared.min(f.records.len())]);
     let prefix: &[RecordMeta] = prefix.unwrap_or(&[]);
-    // The line whose own fork is this one (on either side's ancestry)
-    // says where it is in its words: its wire line, its entry id.
-    let leaving = [a, b].into_iter().find_map(|mut x| loop {
-        let l = &fam.lines[x];
-        let p = l.parent?;
-        if l.shared == shared {
-            return Some(l);
+    // The line whose own fork this is (on one side's ancestry, leaving a
+    // line of the other's) says where it is in its words: its wire line,
+    // its entry id.
+    let chain = |mut x: usize| {
+        let mut v = vec![x];
+        while let Some(p) = fam.lines[x].parent {
+            v.push(p);
+            x = p;
         }
-        x = p;
-    });
+        v
+    };
+    let (ca, cb) = (chain(a), chain(b));
+    let leaving = [(&ca, &cb), (&cb, &ca)]
+        .into_iter()
+        .find_map(|(mine, other)| {
+            mine.iter()
+                .filter(|x| !other.contains(x))
+                .map(|&x| &fam.lines[x])
+                .find(|l| l.shared == shared && l.parent.is_some_and(|p| other.contains(&p)))
+        });
     ForkPoint {
         shared,
         at,
