@@ -285,3 +285,79 @@ fn files_both_lines_wrote_are_named() {
     let md = run(&["--format", "markdown"], &s);
     assert!(md.contains("**Files both touched:** `a.txt`"), "{md}");
 }
+
+fn markdown(session: &Path, line: Option<&str>) -> String {
+    let mut c = bin();
+    c.args(["tree", "--format", "markdown"]).arg(session);
+    if let Some(l) = line {
+        c.args(["--line", l]);
+    }
+    common::stdout_of(c)
+}
+
+#[test]
+fn a_world_line_as_a_markdown_document() {
+    let s = common::session_dir(&fixture("kimi-cli/thinking_tools"));
+    let a = markdown(&s, Some("α"));
+    assert!(a.starts_with("# write out.txt\n"), "{a}");
+    assert!(a.contains("**User:**\n\n> write out.txt\n"), "{a}");
+    // The write reads as a diff, its result folded.
+    assert!(a.contains("→ **WriteFile** `out.txt`\n\n```diff\n--- a/out.txt\n+++ b/out.txt\n@@ -1,0 +1,1 @@\n+hi\n```"), "{a}");
+    assert!(
+        a.contains("<details><summary>← WriteFile ✓</summary>"),
+        "{a}"
+    );
+    assert!(!a.contains("World line β"));
+    let all = markdown(&s, None);
+    assert!(
+        all.contains("## World line β — context.jsonl (current)"),
+        "{all}"
+    );
+    assert!(
+        all.contains("> ✉ **D-Mail from the future**\n>\n> out.txt already written"),
+        "{all}"
+    );
+    assert!(all.contains("Its first 6 records are α's"), "{all}");
+    // Kimi Code: b2 read root to leaf holds what was kept, not what was undone.
+    let home = fixture("kimi-code/r_two_undos_compact_fork/home");
+    let kc = std::fs::read_dir(home.join("sessions/wd_project_76860d8b5438"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().contains("480a004a"))
+        .unwrap();
+    let b2 = markdown(&kc, Some("b2"));
+    for kept in [
+        "Turn 1",
+        "Turn 2",
+        "Turn 4",
+        "Turn 6",
+        "→ **Bash** `echo scripted-tool`",
+    ] {
+        assert!(b2.contains(kept), "{kept}: {b2}");
+    }
+    for undone in ["Turn 3", "Turn 5"] {
+        assert!(!b2.contains(undone), "{undone}: {b2}");
+    }
+    // Every fixture session reads as a document.
+    for session in every_session() {
+        assert!(
+            markdown(&session, None).starts_with("# "),
+            "{}",
+            session.display()
+        );
+    }
+    // A line not there, or --line without markdown: usage errors.
+    let out = bin()
+        .args(["tree", "--format", "markdown", "--line", "ω"])
+        .arg(&s)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = bin()
+        .args(["tree", "--line", "α"])
+        .arg(&s)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

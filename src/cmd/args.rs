@@ -65,6 +65,8 @@ pub enum TreeFormat {
     Html,
     /// The world-line map as a picture
     Svg,
+    /// A transcript for sharing: prompts, replies, tool calls (edits as diffs), D-Mails
+    Markdown,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -73,6 +75,10 @@ pub struct TreeArgs {
     pub session: Option<String>,
     #[arg(long, value_enum, default_value_t = TreeFormat::Text)]
     pub format: TreeFormat,
+    /// With --format markdown: only this world line, root to leaf (α, β, …,
+    /// a branch name or a leaf id)
+    #[arg(long)]
+    pub line: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]

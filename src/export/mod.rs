@@ -4,12 +4,14 @@
 
 pub mod compare;
 mod diagram;
+pub mod diff;
 pub mod html;
 pub mod json;
 mod markup;
 mod plain;
 pub mod story;
 pub mod svg;
+pub mod transcript;
 
 pub use diagram::{dot, mermaid};
 pub use html::html;
