@@ -361,3 +361,20 @@ fn a_world_line_as_a_markdown_document() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn the_html_report_shows_a_write_as_a_diff() {
+    let s = common::session_dir(&fixture("kimi-cli/thinking_tools"));
+    let mut c = bin();
+    c.args(["tree", "--format", "html"]).arg(&s);
+    let html = common::stdout_of(c);
+    assert!(
+        html.contains("out.txt +1 −0 (whole file written)"),
+        "no diff head"
+    );
+    assert!(html.contains("<span style=\"color:#2f9e44\">+hi</span>"));
+    assert!(
+        !html.contains("&quot;content&quot;"),
+        "the write's JSON arguments"
+    );
+}

@@ -192,3 +192,21 @@ fn one_world_line_says_so() {
     assert!(app.compare_screen().is_none());
     assert!(render(&mut app).contains("one world line"));
 }
+
+#[test]
+fn the_detail_pane_shows_a_write_as_a_diff() {
+    let dir = common::fixture_session("kimi-cli", "thinking_tools");
+    let mut app = app_on(&dir, 120, 40);
+    keys_typed(&mut app, "/");
+    keys_typed(&mut app, "Writing.");
+    common::ui::submit_search(&mut app);
+    let screen = render(&mut app);
+    assert!(screen.contains("→ WriteFile"), "{screen}");
+    assert!(
+        screen.contains("out.txt  +1 −0  (whole file written)"),
+        "{screen}"
+    );
+    assert!(screen.contains("+hi"), "{screen}");
+    // Not the JSON arguments.
+    assert!(!screen.contains("\"content\""), "{screen}");
+}

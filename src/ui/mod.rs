@@ -9,6 +9,7 @@ pub mod cache;
 pub mod compare;
 pub mod compose;
 pub mod detail;
+pub mod diffview;
 pub mod divergence;
 mod dmail;
 pub mod geometry;
