@@ -487,16 +487,10 @@ fn a_file_of_no_known_format_exits_2_naming_it() {
 }
 
 /// Nothing outside `src/sources/` (and the kimi writer and demo, which
-/// write kimi-format sessions) names an agent: `src/` files that do are
-/// listed here and this list only shrinks (issue #20's end state is empty).
+/// write kimi-format sessions) names an agent: everything else asks a
+/// session's source.
 #[test]
 fn only_sources_name_an_agent() {
-    const NOT_YET: &[&str] = &[
-        "denwa/send.rs",
-        "replay/mod.rs",
-        "replay/plan.rs",
-        "cmd/replay.rs",
-    ];
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut stack = vec![src.clone()];
     let mut offenders = Vec::new();
@@ -524,12 +518,8 @@ fn only_sources_name_an_agent() {
         }
     }
     offenders.sort();
-    let new: Vec<&String> = offenders
-        .iter()
-        .filter(|o| !NOT_YET.contains(&o.as_str()))
-        .collect();
     assert!(
-        new.is_empty(),
-        "files outside sources/ naming an agent: {new:?}"
+        offenders.is_empty(),
+        "files outside sources/ naming an agent: {offenders:?}"
     );
 }

@@ -465,19 +465,60 @@ fn a_work_dir_with_sessions_of_both_tools() {
     assert_eq!(code["world_lines"][1]["branch"], "b1");
 }
 
+/// `replay` plays a Kimi Code session too: its wires grow again record by
+/// record, and the copy ends as the original.
 #[test]
-fn replay_says_plainly_that_it_plays_kimi_cli_sessions_only() {
+fn replay_plays_a_kimi_code_session_headless() {
     let home = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/kimi-code/r_two_undos_compact_fork/home");
+    let out_dir = tempfile::tempdir().unwrap();
+    let dst = out_dir.path().join("copy");
     let out = bin(&home)
-        .args(["replay", "--headless", "session_480a004a"])
+        .args([
+            "replay",
+            "--headless",
+            "--speed",
+            "1000000",
+            "session_480a004a",
+            "--dir",
+        ])
+        .arg(&dst)
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("session_480a004a"), "{err}");
     assert!(
-        err.contains("Kimi Code session; replay plays kimi-cli sessions only"),
-        "{err}"
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let tree = |dir: &Path| {
+        let out = bin(&home)
+            .args(["tree", "--format", "json"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        for k in ["session_dir", "session_id", "forks", "forked_from"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    let original = std::fs::read_dir(home.join("sessions"))
+        .unwrap()
+        .flat_map(|b| std::fs::read_dir(b.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("session_480a004a")
+        })
+        .unwrap();
+    let copy = tree(&dst);
+    assert_eq!(copy, tree(&original));
+    assert!(copy["world_lines"].as_array().unwrap().len() >= 2, "{copy}");
 }

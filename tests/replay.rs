@@ -206,9 +206,16 @@ fn replaying_into_a_session_is_refused() {
 /// the original's tree.
 #[test]
 fn the_live_follower_sees_the_replay_end_as_the_original() {
-    for scenario in ["dmail_twice", "subagent", "with_compact"] {
-        let src = fixture_session("kimi-cli", scenario);
-        let want = tree_json(&src);
+    let mut sources: Vec<PathBuf> = ["dmail_twice", "subagent", "with_compact"]
+        .iter()
+        .map(|s| fixture_session("kimi-cli", s))
+        .collect();
+    // Formats whose files only grow, each followed by its own source.
+    sources.extend(append_only_sessions());
+    for src in sources {
+        let scenario = src.display().to_string();
+        let mut want = tree_json(&src);
+        want.as_object_mut().unwrap().remove("session_id");
         let target = Target::new(&src, None).unwrap();
         let mut player = Player::new(Plan::of(&src).unwrap(), target.path()).unwrap();
         player.start().unwrap();
@@ -216,7 +223,7 @@ fn the_live_follower_sees_the_replay_end_as_the_original() {
             poll: false,
             poll_interval: Duration::from_millis(20),
         };
-        let (rx, handle) = live::spawn(target.path().to_path_buf(), opts).unwrap();
+        let (rx, handle) = live::spawn(player.session_path(), opts).unwrap();
         let play = ReplayOptions {
             speed: 1e6,
             max_gap: Duration::from_millis(15),
@@ -224,7 +231,9 @@ fn the_live_follower_sees_the_replay_end_as_the_original() {
         player.play(&play, &AtomicBool::new(false)).unwrap();
         let mut seen = Seen::default();
         seen.until_snapshot(&rx, &format!("{scenario}: the original's tree"), |s| {
-            tree_json_of(s) == want
+            let mut got = tree_json_of(s);
+            got.as_object_mut().unwrap().remove("session_id");
+            got == want
         });
         drop(handle);
         assert!(seen.errors().is_empty(), "{scenario}: {:?}", seen.errors());
@@ -275,4 +284,50 @@ fn a_flat_session_replays_into_a_folder_and_opens_by_its_main_file() {
         .map(|a| a.family.files.len())
         .sum::<usize>();
     assert_eq!(copied, own);
+}
+
+/// The replay invariant for formats whose files only grow (Kimi Code, and
+/// Claude Code, Pi and Codex when their fixtures are there): played record
+/// by record, the copy opens at every step, no world line vanishes, the
+/// end equals the original, and the original is never written.
+#[test]
+fn append_only_sessions_replay_to_their_original() {
+    let sessions = append_only_sessions();
+    assert!(!sessions.is_empty(), "no append-only fixtures found");
+    for src in sessions {
+        let name = src.display().to_string();
+        let folder = if src.is_dir() {
+            src.clone()
+        } else {
+            src.parent().unwrap().to_path_buf()
+        };
+        let before = snapshot(&folder);
+        let plan = Plan::of(&src).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let out = tempfile::tempdir().unwrap();
+        let mut player = Player::new(plan, &out.path().join("copy")).unwrap();
+        player.start().unwrap();
+        let open = player.session_path();
+        let mut lines_seen = 0;
+        while !player.done() {
+            let s = Session::load(&open)
+                .unwrap_or_else(|e| panic!("{name}: mid-replay copy does not open: {e}"));
+            assert!(
+                s.main().lines.len() >= lines_seen,
+                "{name}: a world line vanished"
+            );
+            lines_seen = s.main().lines.len();
+            player.step().unwrap();
+        }
+        let mut got = tree_json(&open);
+        let mut want = tree_json(&src);
+        for v in [&mut got, &mut want] {
+            v.as_object_mut().unwrap().remove("session_id");
+        }
+        assert_eq!(got, want, "{name}");
+        assert_eq!(
+            snapshot(&folder),
+            before,
+            "{name}: the original was written"
+        );
+    }
 }

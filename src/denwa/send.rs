@@ -98,7 +98,7 @@ pub fn send_command(args: &SendOptions) -> anyhow::Result<ExitCode> {
 /// Turns the `target` argument into a session directory or a socket path.
 ///
 /// Anything that isn't a path is a session id or unique id prefix, looked up
-/// under the share dir like every other command does.
+/// among every agent's sessions like every other command does.
 pub fn resolve_target(target: &str) -> Result<PathBuf, crate::Error> {
     let path = Path::new(target);
     match std::fs::metadata(path) {
@@ -109,9 +109,9 @@ pub fn resolve_target(target: &str) -> Result<PathBuf, crate::Error> {
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."))
             .to_owned()),
-        Err(_) => crate::sources::kimi_cli::resolve(
+        Err(_) => crate::sources::lookup::resolve(
             Some(target),
-            &crate::sources::kimi_cli::Locator::from_env(),
+            &crate::sources::lookup::Locator::from_env(),
         ),
     }
 }

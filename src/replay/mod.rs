@@ -7,6 +7,7 @@
 //! (kimi-cli ≤ 0.58: files in the work dir's folder) replay into a folder
 //! of their own, opened by their main file.
 
+mod appends;
 pub mod plan;
 
 use std::fs::OpenOptions;
@@ -53,7 +54,7 @@ impl Player {
     /// `dst` is created if missing; it must not hold a session already.
     pub fn new(plan: Plan, dst: &Path) -> Result<Player> {
         std::fs::create_dir_all(dst).map_err(|e| Error::io(dst, e))?;
-        if crate::sources::kimi_cli::is_session(dst) {
+        if crate::sources::source_for(dst).is_some() {
             return Err(Error::Usage(format!(
                 "{}: already holds a session; replay into an empty directory",
                 dst.display()
@@ -88,6 +89,12 @@ impl Player {
     /// (the first file a plan creates), so the copy is a session the TUI can
     /// open.
     pub fn start(&mut self) -> Result<()> {
+        if let Some(n) = self.plan.opening {
+            while self.next < n.min(self.plan.events.len()) {
+                self.step()?;
+            }
+            return Ok(());
+        }
         while let Some(e) = self.plan.events.get(self.next) {
             let opens = matches!(&e.op, Op::Create(_));
             self.step()?;

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::sources::kimi_cli::layout;
+use crate::sources::ReplayStyle;
 use crate::worldline::{Agent, Session};
 
 /// Seconds between records of a session without wire times.
@@ -50,6 +50,9 @@ pub struct Plan {
     /// What to open in the replay directory: `""` (the directory itself)
     /// or, for a flat session of kimi-cli ≤ 0.58, its main file.
     pub open: PathBuf,
+    /// How many events make the copy a session to open; `None`: up to and
+    /// including the first file created.
+    pub opening: Option<usize>,
 }
 
 impl Plan {
@@ -60,6 +63,21 @@ impl Plan {
     }
 
     pub fn of_session(s: &Session) -> Result<Plan> {
+        match s.tool.source().replay_style(&s.dir) {
+            ReplayStyle::Rotations { wire, current_name } => {
+                Plan::of_rotations(s, &Rotations { wire, current_name })
+            }
+            ReplayStyle::Appends { side_files } => super::appends::plan(s, &side_files),
+            ReplayStyle::Unsupported(why) => Err(Error::Usage(format!(
+                "{}: {why}",
+                crate::text::sanitize_path(&s.dir)
+            ))),
+        }
+    }
+
+    /// The plan of a format whose world lines are rotated files: each
+    /// rotation as it was made (placeholder, rename, prefix copy).
+    fn of_rotations(s: &Session, names: &Rotations) -> Result<Plan> {
         // A flat session (kimi-cli ≤ 0.58) is its main file; its files sit
         // in the work dir's folder beside other sessions' (only the
         // family's own files are copied).
@@ -70,7 +88,7 @@ impl Plan {
         };
         let mut agents = Vec::with_capacity(s.agents.len());
         for a in &s.agents {
-            agents.push(agent_steps(s, &root, !flat, a)?);
+            agents.push(agent_steps(s, &root, !flat, a, names)?);
         }
         let timed = agents
             .iter()
@@ -101,14 +119,14 @@ struct Step {
 }
 
 struct AgentSteps {
-    /// Directory relative to the session (`""` or `subagents/<id>`).
-    rel: PathBuf,
     /// Ops that create the agent's directory and side files.
     setup: Vec<Op>,
     steps: Vec<Step>,
     /// wire.jsonl lines: byte range and timestamp.
     wire: Vec<(u64, u64, Option<f64>)>,
     wire_path: PathBuf,
+    /// Where the wire is written in the copy.
+    wire_to: PathBuf,
     /// Files copied whole once the agent is done (`output`).
     tail: Vec<Op>,
 }
@@ -141,7 +159,19 @@ fn copy_whole(from: &Path, to: PathBuf) -> Result<Option<Op>> {
 
 /// `root`: the directory the replay mirrors; `side_files`: whether it is a
 /// session directory of its own (with `state.json`), not a shared folder.
-fn agent_steps(s: &Session, root: &Path, side_files: bool, a: &Agent) -> Result<AgentSteps> {
+/// How a rotating format names its files (its source's word).
+struct Rotations {
+    wire: &'static str,
+    current_name: fn(&[&str]) -> Option<String>,
+}
+
+fn agent_steps(
+    s: &Session,
+    root: &Path,
+    side_files: bool,
+    a: &Agent,
+    names_of: &Rotations,
+) -> Result<AgentSteps> {
     let rel = a
         .dir
         .strip_prefix(root)
@@ -169,7 +199,7 @@ fn agent_steps(s: &Session, root: &Path, side_files: bool, a: &Agent) -> Result<
     }
     let f = &a.family;
     let names: Vec<&str> = f.files.iter().map(|x| file_name(&x.name)).collect();
-    let current_name = layout::current_name(&names).unwrap_or_else(|| "context.jsonl".into());
+    let current_name = (names_of.current_name)(&names).unwrap_or_else(|| "context.jsonl".into());
     let current = rel.join(&current_name);
     let mut steps = Vec::new();
     for (i, file) in f.files.iter().enumerate() {
@@ -225,18 +255,19 @@ fn agent_steps(s: &Session, root: &Path, side_files: bool, a: &Agent) -> Result<
             });
         }
     }
-    let wire_path = a.dir.join(layout::WIRE);
+    let wire_path = a.dir.join(names_of.wire);
+    let wire_to = rel.join(names_of.wire);
     let wire = if beside_main || !side_files {
         Vec::new()
     } else {
         wire_lines(&wire_path)?
     };
     Ok(AgentSteps {
-        rel,
         setup,
         steps,
         wire,
         wire_path,
+        wire_to,
         tail,
     })
 }
@@ -379,7 +410,7 @@ fn timed_plan(s: &Session, agents: Vec<AgentSteps>) -> Plan {
                 k,
                 Op::Copy {
                     from: a.wire_path.clone(),
-                    to: a.rel.join(layout::WIRE),
+                    to: a.wire_to.clone(),
                     start: lo,
                     end: hi,
                 },
@@ -393,6 +424,7 @@ fn timed_plan(s: &Session, agents: Vec<AgentSteps>) -> Plan {
     // Setup of an agent before its files: `seq` keeps each agent's order.
     keyed.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
     Plan {
+        opening: None,
         events: merge(keyed.into_iter().map(|(at, _, _, op)| Event { at, op })),
         timed: true,
         open: PathBuf::new(),
@@ -424,11 +456,11 @@ fn even_plan(s: &Session, mut agents: Vec<AgentSteps>) -> Plan {
     let mut t = 0.0;
     let subs: Vec<AgentSteps> = agents.drain(1..).collect();
     let main = agents.pop().unwrap_or_else(|| AgentSteps {
-        rel: PathBuf::new(),
         setup: Vec::new(),
         steps: Vec::new(),
         wire: Vec::new(),
         wire_path: PathBuf::new(),
+        wire_to: PathBuf::new(),
         tail: Vec::new(),
     });
     let mut subs: Vec<Option<AgentSteps>> = subs.into_iter().map(Some).collect();
@@ -436,7 +468,7 @@ fn even_plan(s: &Session, mut agents: Vec<AgentSteps>) -> Plan {
         let (first, last) = (a.wire.first()?, a.wire.last()?);
         Some(Op::Copy {
             from: a.wire_path.clone(),
-            to: a.rel.join(layout::WIRE),
+            to: a.wire_to.clone(),
             start: first.0,
             end: last.1,
         })
@@ -490,6 +522,7 @@ fn even_plan(s: &Session, mut agents: Vec<AgentSteps>) -> Plan {
         events.push(Event { at: t, op });
     }
     Plan {
+        opening: None,
         events: merge(events.into_iter()),
         timed: false,
         open: PathBuf::new(),

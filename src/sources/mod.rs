@@ -26,7 +26,7 @@ pub use follow::{Follower, Refresh};
 /// How long a kimi-cli rotation in progress is held back before it is shown.
 pub use kimi_cli::live::ROTATION_GRACE;
 
-pub use source::{others, source_for, source_of, Source, SOURCES};
+pub use source::{others, source_for, source_of, ReplayStyle, Source, SOURCES};
 
 use std::path::{Path, PathBuf};
 

@@ -77,8 +77,33 @@ pub trait Source: Sync {
         link.source_line
     }
 
+    /// How `worldline replay` writes the session again.
+    fn replay_style(&self, _path: &Path) -> ReplayStyle {
+        ReplayStyle::Appends {
+            side_files: Vec::new(),
+        }
+    }
+
     /// Where this agent's sessions are looked for, for messages.
     fn home_hint(&self) -> String;
+}
+
+/// How a session is written again by `worldline replay`.
+#[derive(Debug, Clone)]
+pub enum ReplayStyle {
+    /// World lines are rotated files (kimi-cli): each rotation is replayed
+    /// as it was made. `wire` is the name of an agent's event log beside
+    /// its context files; `current_name` names a family's current file
+    /// from its world lines' file names.
+    Rotations {
+        wire: &'static str,
+        current_name: fn(&[&str]) -> Option<String>,
+    },
+    /// Files only grow by appended lines: copied again record by record;
+    /// `side_files` (titles, subagent meta) are copied whole first.
+    Appends { side_files: Vec<PathBuf> },
+    /// Not replayable, and why.
+    Unsupported(String),
 }
 
 /// Every agent worldline reads, in the order a path is offered to them:

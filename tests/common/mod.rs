@@ -280,3 +280,47 @@ pub fn replay_headless(src: &Path, dst: &Path) -> PathBuf {
     let printed = stdout_of(c);
     PathBuf::from(printed.lines().next().expect("the path to open"))
 }
+
+/// Sessions of the formats whose files only grow by appends: the Kimi Code
+/// fixtures' session directories, and every session file named by the
+/// `expected.json` of the Claude Code, Pi and Codex fixtures present.
+pub fn append_only_sessions() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut out = Vec::new();
+    for case in scenarios("kimi-code") {
+        let Ok(buckets) = std::fs::read_dir(case.join("home/sessions")) else {
+            continue;
+        };
+        for b in buckets.flatten() {
+            for s in std::fs::read_dir(b.path()).into_iter().flatten().flatten() {
+                if s.path().join("agents/main/wire.jsonl").is_file() {
+                    out.push(s.path());
+                }
+            }
+        }
+    }
+    for agent in ["claude-code", "pi", "codex"] {
+        let Ok(cases) = std::fs::read_dir(root.join(agent)) else {
+            continue;
+        };
+        for case in cases.flatten() {
+            let Ok(text) = std::fs::read(case.path().join("expected.json")) else {
+                continue;
+            };
+            let v: serde_json::Value = serde_json::from_slice(&text).unwrap();
+            for s in v["sessions"].as_object().into_iter().flatten() {
+                if let Some(f) = s.1["file"].as_str() {
+                    // Relative to the case folder or to its `home/`.
+                    let direct = case.path().join(f);
+                    out.push(if direct.exists() {
+                        direct
+                    } else {
+                        case.path().join("home").join(f)
+                    });
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -357,6 +357,13 @@ impl super::Source for KimiCli {
         Locator::from_env().sessions_root().display().to_string()
     }
 
+    fn replay_style(&self, _path: &Path) -> super::ReplayStyle {
+        super::ReplayStyle::Rotations {
+            wire: layout::WIRE,
+            current_name: layout::current_name,
+        }
+    }
+
     /// A `/fork` or `/undo` session is one file: its first world line.
     fn copy_line(&self, _link: &super::SessionLink) -> usize {
         0

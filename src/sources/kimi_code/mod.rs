@@ -364,6 +364,13 @@ impl crate::sources::Source for KimiCode {
         Box::new(live::CodeState::new(path))
     }
 
+    /// Wires only grow; `state.json` (title, agents) is copied first.
+    fn replay_style(&self, path: &Path) -> crate::sources::ReplayStyle {
+        crate::sources::ReplayStyle::Appends {
+            side_files: vec![path.join("state.json")],
+        }
+    }
+
     fn home_hint(&self) -> String {
         Home::from_env().sessions_root().display().to_string()
     }
