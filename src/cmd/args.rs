@@ -35,6 +35,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Play a finished session into the TUI as if it were live
     Replay(ReplayArgs),
+    /// Compare two world lines after their fork: steps, tool calls, files written, commands
+    Compare(CompareArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -63,6 +65,8 @@ pub enum TreeFormat {
     Html,
     /// The world-line map as a picture
     Svg,
+    /// A transcript for sharing: prompts, replies, tool calls (edits as diffs), D-Mails
+    Markdown,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -71,6 +75,31 @@ pub struct TreeArgs {
     pub session: Option<String>,
     #[arg(long, value_enum, default_value_t = TreeFormat::Text)]
     pub format: TreeFormat,
+    /// With --format markdown: only this world line, root to leaf (α, β, …,
+    /// a branch name or a leaf id)
+    #[arg(long)]
+    pub line: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum CompareFormat {
+    #[default]
+    Text,
+    Json,
+    Markdown,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Session directory, context file, session id or id prefix
+    pub session: Option<String>,
+    /// The first world line: α, β, … (or wl25), a branch name or a leaf id
+    /// (default: the current line's parent; alone: it and its parent)
+    pub a: Option<String>,
+    /// The second world line (default: the current line)
+    pub b: Option<String>,
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub format: CompareFormat,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -4,6 +4,7 @@
 //! stdout (`| head`) ends the command quietly with exit 0.
 
 pub mod args;
+mod compare;
 mod list;
 mod live;
 mod out;
@@ -31,6 +32,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Send(a)) => send::send(&a),
         Some(Command::Demo(a)) => done(view::demo(&a)),
         Some(Command::Replay(a)) => done(replay::replay(&a)),
+        Some(Command::Compare(a)) => done(compare::compare(&a)),
     }
 }
 

@@ -4,6 +4,8 @@ use worldline::export::{self, json};
 use worldline::sources::lookup::{resolve, Locator};
 use worldline::sources::Reading;
 use worldline::text::json_for_terminal;
+use worldline::worldline::compare::find_line;
+use worldline::worldline::names::line_name;
 use worldline::worldline::Session;
 
 use super::args::{TreeArgs, TreeFormat};
@@ -15,6 +17,9 @@ pub fn tree(args: &TreeArgs) -> anyhow::Result<()> {
     let reading = Reading {
         times: args.format != TreeFormat::Json,
     };
+    if args.line.is_some() && args.format != TreeFormat::Markdown {
+        return Err(worldline::Error::Usage("--line goes with --format markdown".into()).into());
+    }
     let s = Session::load_with(&path, reading)?;
     let text = match args.format {
         TreeFormat::Text => export::text_tree(&s),
@@ -26,6 +31,21 @@ pub fn tree(args: &TreeArgs) -> anyhow::Result<()> {
         TreeFormat::Mermaid => export::mermaid(&s),
         TreeFormat::Html => export::html(&s),
         TreeFormat::Svg => export::map_svg(&s, &export::SvgOptions::standalone()),
+        TreeFormat::Markdown => {
+            let line = match &args.line {
+                Some(name) => Some(find_line(s.main(), name).ok_or_else(|| {
+                    worldline::Error::Usage(format!(
+                        "no world line {name:?} (the session has {})",
+                        (0..s.main().lines.len())
+                            .map(line_name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })?),
+                None => None,
+            };
+            export::transcript::markdown(&s, line)
+        }
     };
     out::print(&text)
 }

@@ -582,7 +582,13 @@ fn body_html(
             esc_line(&c.id),
             esc_line(&c.name)
         );
-        text_block(out, &pretty, false, "pre", Some("arguments"));
+        // An edit or write reads as its diff; other calls as arguments.
+        let diffs = super::diff::of_call(&c.name, &c.arguments, DIFF_LINES);
+        if diffs.is_empty() {
+            text_block(out, &pretty, false, "pre", Some("arguments"));
+        } else {
+            diff_html(out, &diffs);
+        }
         out.push_str("</div>");
         if let Some(a) = f
             .attempts
@@ -621,6 +627,44 @@ fn body_html(
                 "<p>⇲ ran <a href=\"#a{k}\">subagent {}</a></p>",
                 esc_line(&what)
             );
+        }
+    }
+}
+
+/// Diff lines shown per file before the rest folds.
+const DIFF_LINES: usize = 80;
+
+/// Diffs as coloured `<pre>` blocks, the files' names and `+n −m` first;
+/// a long one folded into `<details>`.
+fn diff_html(out: &mut String, diffs: &[super::diff::Diff]) {
+    use super::diff::Kind;
+    for d in diffs {
+        let head = format!(
+            "{} {}{}",
+            esc_line(&d.path),
+            d.stat(),
+            if d.whole { " (whole file written)" } else { "" }
+        );
+        let mut pre = String::from("<pre class=\"diff\">");
+        for l in &d.lines {
+            // Colours inline: the page's style sheet stays as it was.
+            let colour = match l.kind {
+                Kind::Add => "#2f9e44",
+                Kind::Del => "#d0342c",
+                Kind::Hunk | Kind::Fold => "#888",
+                Kind::Context => "inherit",
+            };
+            let _ = writeln!(
+                pre,
+                "<span style=\"color:{colour}\">{}</span>",
+                esc_line(&l.unified())
+            );
+        }
+        pre.push_str("</pre>");
+        if d.lines.len() > FOLD_LINES {
+            let _ = write!(out, "<details><summary>{head}</summary>{pre}</details>");
+        } else {
+            let _ = write!(out, "<p class=\"muted\">{head}</p>{pre}");
         }
     }
 }

@@ -2,13 +2,16 @@
 //! dot and Mermaid diagrams, the SVG map and the one-file HTML report, all
 //! in the words of `story` (`cmd/tree.rs` picks one and prints it).
 
+pub mod compare;
 mod diagram;
+pub mod diff;
 pub mod html;
 pub mod json;
 mod markup;
 mod plain;
 pub mod story;
 pub mod svg;
+pub mod transcript;
 
 pub use diagram::{dot, mermaid};
 pub use html::html;

@@ -159,6 +159,8 @@ pub enum Action {
     /// Ctrl-O in the compose box: insert what a revert leaves on disk.
     ComposeInsertKept,
     ComposeCancel,
+    /// `c`: the compare screen on the focused world line and its parent.
+    Compare,
     Quit,
     Click(Position),
     Wheel(isize),
@@ -298,6 +300,8 @@ pub struct App {
     /// stopped) are dropped.
     pub(super) want_session: Option<String>,
     pub(super) arriving: Option<super::hop::Arrival>,
+    /// The compare screen, over the session screen while open.
+    compare: Option<super::compare::Screen>,
 }
 
 impl App {
@@ -332,12 +336,43 @@ impl App {
             hops: Vec::new(),
             want_session: None,
             arriving: None,
+            compare: None,
         }
     }
 
     pub fn with_picker(mut self, sessions: Vec<SessionSummary>) -> App {
         self.picker = Some(Picker { sessions, sel: 0 });
         self
+    }
+
+    /// The compare screen, when open.
+    pub fn compare_screen(&self) -> Option<&super::compare::Screen> {
+        self.compare.as_ref()
+    }
+
+    /// How keys are read right now.
+    pub fn mode(&self) -> super::keys::Mode {
+        use super::keys::Mode;
+        if matches!(self.overlay, Overlay::Compose(_)) {
+            Mode::Compose
+        } else if self.search.input.is_some() {
+            Mode::SearchInput
+        } else if self.compare.is_some() {
+            Mode::Compare
+        } else {
+            Mode::Normal
+        }
+    }
+
+    /// `c`: opens the compare screen on the focused line and its parent.
+    fn open_compare(&mut self) {
+        let Some(s) = self.session.clone() else {
+            return;
+        };
+        match super::compare::Screen::around(s, self.agent, self.focus, self.size) {
+            Ok(c) => self.compare = Some(c),
+            Err(e) => self.status = Some(e),
+        }
     }
 
     /// The selected record (its owner reference).
@@ -446,6 +481,9 @@ impl App {
             Msg::Input(a) => self.input(a),
             Msg::Resize(s) => {
                 self.size = s;
+                if let Some(c) = &mut self.compare {
+                    c.resize(s);
+                }
                 self.keep_in_view();
                 Effect::None
             }
@@ -477,6 +515,14 @@ impl App {
             Live::Snapshot(s) => {
                 self.apply_snapshot(s);
                 self.try_jump();
+                // The compare screen follows the same session's snapshots.
+                if let (Some(c), Some(s)) = (&mut self.compare, &self.session) {
+                    if c.session_dir() == s.dir {
+                        c.set_session(s.clone());
+                    } else {
+                        self.compare = None;
+                    }
+                }
             }
             Live::Deleted => {
                 self.live = LiveState::Deleted;
@@ -544,6 +590,14 @@ impl App {
                 }
                 return p.update(action, self.size);
             }
+        }
+        if let Some(c) = &mut self.compare {
+            match c.update(action) {
+                super::compare::Outcome::Stay => {}
+                super::compare::Outcome::Close => self.compare = None,
+                super::compare::Outcome::Quit => return Effect::Quit,
+            }
+            return Effect::None;
         }
         match &self.overlay {
             Overlay::None => {}
@@ -683,6 +737,7 @@ impl App {
             | Action::ComposeSend
             | Action::ComposeInsertKept
             | Action::ComposeCancel => {}
+            Action::Compare => self.open_compare(),
             Action::Quit => return Effect::Quit,
         }
         Effect::None
@@ -1313,6 +1368,10 @@ impl App {
     /// Loads what the next draw shows: previews of the visible rows and the
     /// selected record's body. The only disk access of the UI thread.
     pub fn prepare(&mut self) {
+        if let Some(c) = &mut self.compare {
+            c.prepare();
+            return;
+        }
         let Some(s) = self.session.clone() else {
             return;
         };

@@ -182,6 +182,10 @@ pub fn lines(
             Span::styled("→ ".to_string(), t.accent()),
             Span::styled(sanitize_line(&c.name, 60), t.bold()),
         ]));
+        // An edit or write reads as its diff; other calls as arguments.
+        if super::diffview::push(&mut out, &c.name, &c.arguments, t) {
+            continue;
+        }
         let pretty = serde_json::from_str::<serde_json::Value>(&c.arguments)
             .ok()
             .and_then(|v| serde_json::to_string_pretty(&v).ok())

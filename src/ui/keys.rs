@@ -18,6 +18,8 @@ pub enum Mode {
     SearchInput,
     /// Typing a D-Mail: every key goes to the text but Ctrl-S, Esc, Ctrl-C.
     Compose,
+    /// The compare screen: its own table ([`super::compare::KEYS`]).
+    Compare,
 }
 
 /// A key: its code and whether Ctrl is held.
@@ -198,6 +200,13 @@ pub const TABLE: &[Binding] = &[
         action: || Action::DMail,
     },
     Binding {
+        keys: "c",
+        what: "compare the focused world line with its parent, side by side from their fork",
+        footer: Some(("c compare", 13)),
+        codes: &[ch('c')],
+        action: || Action::Compare,
+    },
+    Binding {
         keys: "s",
         what: "subagents (on an Agent call: enter it); Esc goes back",
         footer: Some(("s subagents", 10)),
@@ -321,7 +330,12 @@ pub fn key(mode: Mode, k: &KeyEvent) -> Option<Action> {
         };
     }
     let code = Code(k.code, ctrl);
-    TABLE
+    let table = if mode == Mode::Compare {
+        super::compare::KEYS
+    } else {
+        TABLE
+    };
+    table
         .iter()
         .find(|b| b.codes.contains(&code))
         .map(|b| (b.action)())

@@ -6,8 +6,10 @@
 
 pub mod app;
 pub mod cache;
+pub mod compare;
 pub mod compose;
 pub mod detail;
+pub mod diffview;
 pub mod divergence;
 mod dmail;
 pub mod geometry;
@@ -36,7 +38,6 @@ use crate::live::{self, LiveEvent, LiveOptions};
 use crate::sources::lookup::{self as source, Locator};
 
 use app::{Action, App, Denwa, Effect, Live, Msg};
-use keys::Mode;
 use theme::Theme;
 
 /// What arrives on the event loop's channel: raw terminal events (turned
@@ -264,13 +265,7 @@ fn handle(app: &mut App, m: Incoming) -> Effect {
     match m {
         Incoming::Msg(m) => app.update(m),
         Incoming::Term(ev) => {
-            let mode = if matches!(app.overlay, app::Overlay::Compose(_)) {
-                Mode::Compose
-            } else if app.search.input.is_some() {
-                Mode::SearchInput
-            } else {
-                Mode::Normal
-            };
+            let mode = app.mode();
             match keys::message_for(mode, &ev) {
                 Some(a) => {
                     if matches!(ev, Event::Key(_)) && app.search.input.is_none() {

@@ -32,6 +32,10 @@ pub fn draw(f: &mut Frame, app: &App) {
         return;
     }
     let _ = size;
+    if let Some(c) = app.compare_screen() {
+        super::compare::draw(f, c, &app.theme, app.status.as_deref());
+        return;
+    }
     let a = app.areas();
     draw_header(f, app, a.header);
     super::map::draw(

@@ -4,11 +4,13 @@
 //! [`SessionParts`] a source found (`crate::sources`) and touches no file,
 //! so the live tail and tests build from indexes they already hold.
 
+pub mod compare;
 pub mod family;
 pub mod graph;
 pub mod map;
 pub mod names;
 pub mod revert;
+pub mod tools;
 pub mod wire;
 
 use std::path::{Path, PathBuf};

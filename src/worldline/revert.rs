@@ -10,6 +10,7 @@
 
 use std::path::PathBuf;
 
+use super::tools::{self, Effect};
 use super::{Family, ForkKind, RecordRef, Session};
 pub use crate::denwa::{Back, DMailRoute};
 use crate::model::{Body, CallKey, Marker, Role};
@@ -265,45 +266,19 @@ pub struct Kept {
 /// Calls looked into at most, so a huge session stays a quick keypress.
 pub const MAX_CALLS: usize = 400;
 
-/// Tools that only look: never listed.
-const READ_ONLY: &[&str] = &[
-    "ReadFile",
-    "Read",
-    "ReadMediaFile",
-    "Glob",
-    "Grep",
-    "SearchWeb",
-    "WebSearch",
-    "FetchURL",
-    "WebFetch",
-    "SetTodoList",
-    "TodoList",
-    "TodoWrite",
-    "Think",
-    "SendDMail",
-    "AskUserQuestion",
-    "TaskList",
-    "TaskOutput",
-    "GetGoal",
-    "CronList",
-    "EnterPlanMode",
-    "ExitPlanMode",
-    "Skill",
-    "WaitFor",
-];
-
+/// The effect a tool has, from the one tool table ([`super::tools`]).
 fn kind_of(tool: &str) -> Option<ChangeKind> {
-    Some(match tool {
-        "WriteFile" | "Write" => ChangeKind::Wrote,
-        "StrReplaceFile" | "Edit" | "MultiEdit" | "NotebookEdit" => ChangeKind::Edited,
-        "Shell" | "Bash" => ChangeKind::Ran,
-        t if READ_ONLY.contains(&t) || is_subagent_tool(t) => return None,
-        _ => ChangeKind::Other,
+    Some(match tools::effect(tool) {
+        Effect::Write => ChangeKind::Wrote,
+        Effect::Edit => ChangeKind::Edited,
+        Effect::Run => ChangeKind::Ran,
+        Effect::Look | Effect::Subagent => return None,
+        Effect::Other => ChangeKind::Other,
     })
 }
 
 fn is_subagent_tool(tool: &str) -> bool {
-    matches!(tool, "Agent" | "Task")
+    tools::effect(tool) == Effect::Subagent
 }
 
 /// Reads a record's body for the side-effect summary.
@@ -387,7 +362,7 @@ fn collect(
                     .tool_calls
                     .iter()
                     .find(|c| head.is(&c.id))
-                    .and_then(|c| argument(kind, &c.arguments)),
+                    .and_then(|c| tools::target(&c.name, &c.arguments)),
                 (_, None) => None,
             };
             let Some(what) = what else {
@@ -405,45 +380,6 @@ fn collect(
     }
 }
 
-/// The path or command of a call, from its arguments JSON text; arguments
-/// cut short (some recorders truncate them) still give their beginning.
-fn argument(kind: ChangeKind, arguments: &str) -> Option<String> {
-    let keys: &[&str] = match kind {
-        ChangeKind::Ran => &["command", "cmd"],
-        _ => &["path", "file_path", "notebook_path"],
-    };
-    if let Ok(v) = serde_json::from_str::<serde_json::Value>(arguments) {
-        return keys
-            .iter()
-            .find_map(|k| v.get(*k)?.as_str())
-            .map(str::to_owned);
-    }
-    keys.iter().find_map(|k| string_prefix_after(arguments, k))
-}
-
-/// The (possibly unterminated) string value of `"key":` in broken JSON.
-fn string_prefix_after(text: &str, key: &str) -> Option<String> {
-    let at = text.find(&format!("\"{key}\""))? + key.len() + 2;
-    let rest = text[at..].trim_start().strip_prefix(':')?.trim_start();
-    let mut chars = rest.strip_prefix('"')?.chars();
-    let mut out = String::new();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => return Some(out),
-            '\\' => match chars.next() {
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some(other) => out.push(other),
-                None => break,
-            },
-            c => out.push(c),
-        }
-    }
-    // Cut short: say so.
-    out.push('…');
-    Some(out)
-}
-
 /// Did the call's tool result (among the records after it) report an error?
 fn result_failed(session: &Session, after: &[RecordRef], id: CallKey, load: &mut Loader) -> bool {
     let Some(&r) = after
@@ -457,10 +393,7 @@ fn result_failed(session: &Session, after: &[RecordRef], id: CallKey, load: &mut
     else {
         return false; // no result yet: it may well have happened
     };
-    load(r).is_some_and(|b| {
-        b.text().trim_start().starts_with("<system>ERROR")
-            || b.raw.get("is_error").and_then(|v| v.as_bool()) == Some(true)
-    })
+    load(r).is_some_and(|b| tools::result_failed(&b))
 }
 
 /// The changes of the subagent run by the Agent call in `call`.
