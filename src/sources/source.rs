@@ -36,6 +36,12 @@ pub trait Source: Sync {
     /// (`FileIndex::path`). A line that changed on disk is an error.
     fn load_body(&self, path: &Path, meta: &RecordMeta) -> Result<Body>;
 
+    /// The first `max` bytes of one record's line, raw (a preview of a
+    /// record too big to parse on a keypress).
+    fn load_line_head(&self, path: &Path, meta: &RecordMeta, max: usize) -> Result<Vec<u8>> {
+        crate::read::load_line_head(path, meta, max)
+    }
+
     /// Sessions of the work directory `cwd`, any order.
     fn sessions_here(&self, cwd: &Path) -> Vec<PathBuf>;
 

@@ -24,7 +24,6 @@ pub use crate::sources::{
 
 use crate::error::{Error, Result};
 use crate::model::{Body, Marker, RecordMeta, Warning};
-use crate::read;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Agent {
@@ -230,7 +229,7 @@ impl Session {
         self.tool.source().load_body(&file.path, meta)
     }
 
-    /// The first `max` bytes of a record's line, raw.
+    /// The first `max` bytes of a record's line, raw, through its source.
     pub fn line_head(&self, r: RecordRef, max: usize) -> Result<Vec<u8>> {
         let file = self
             .agents
@@ -241,7 +240,7 @@ impl Session {
             .records
             .get(r.record)
             .ok_or_else(|| Error::Other(format!("{}: no record {}", file.name, r.record)))?;
-        read::load_line_head(&file.path, meta, max)
+        self.tool.source().load_line_head(&file.path, meta, max)
     }
 
     /// The records of one world line, root first, each named by the world

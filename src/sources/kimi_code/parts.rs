@@ -80,7 +80,6 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
                 });
                 LineFork::Explicit { parent: p, shared }
             }
-            _ if bi == 0 => LineFork::Infer,
             _ => LineFork::Root,
         };
         lines.push(LineInfo {
