@@ -94,7 +94,11 @@ fn entry_marks(f: &Family, list: &[LineMark]) -> Vec<Value> {
     list.iter()
         .map(|m| {
             let leaf = f.lines.get(m.world_line).and_then(|l| l.leaf.clone());
-            json!({"leaf": leaf, "entry": m.entry})
+            let mut v = json!({"leaf": leaf, "entry": m.entry});
+            if let Some(kept) = &m.first_kept {
+                v["firstKeptEntryId"] = json!(kept);
+            }
+            v
         })
         .collect()
 }

@@ -198,7 +198,8 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
         if l.current { " (current)" } else { "" },
         count(file.records.len(), "record"),
     );
-    if l.branch.is_none() {
+    // Formats that name entries have no checkpoints.
+    if l.branch.is_none() && l.leaf.is_none() {
         let _ = write!(row, " · {}", count(file.checkpoints(), "checkpoint"));
     }
     if let Some(fk) = &l.fork {
@@ -206,9 +207,33 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
         if let (ForkKind::Dmail, Some(msg)) = (fk.kind, &fk.message) {
             let _ = write!(row, " \"{}\"", sanitize_line(msg, 70));
         }
+        // Formats that name entries: where it leaves, and what started it.
+        if fk.kind.is_branch() {
+            if let Some(after) = &l.after {
+                let _ = write!(row, " after {}", sanitize_line(after, 40));
+            }
+            if let Some(msg) = &fk.message {
+                let _ = write!(row, ": \"{}\"", sanitize_line(msg, 70));
+            }
+        }
     }
     for m in a.compactions.iter().filter(|m| m.world_line == i) {
         let _ = write!(row, "  ⊜ compacted at line {}", m.line);
+        if let Some(e) = &m.entry {
+            let _ = write!(row, " (entry {})", sanitize_line(e, 40));
+        }
+    }
+    for lb in a
+        .labels
+        .iter()
+        .filter(|lb| lb.at.is_some_and(|(w, _)| w == i))
+    {
+        let _ = write!(
+            row,
+            "  [{}] on {}",
+            sanitize_line(&lb.label, 40),
+            sanitize_line(&lb.entry, 40)
+        );
     }
     for m in a.folded_undos.iter().filter(|m| m.world_line == i) {
         let _ = write!(

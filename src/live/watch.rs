@@ -116,7 +116,14 @@ pub fn events_between(prev: Option<&Session>, next: &Session) -> Vec<Value> {
                 && old_recs
                     .last()
                     .is_none_or(|r| recs[old_recs.len() - 1].same_record(r));
+            // Formats that name entries: a line's leaf moves as it grows,
+            // and its `parent` is the parent's leaf.
+            let parent_leaf = |fam: &Family, l: &crate::worldline::WorldLine| {
+                l.parent.and_then(|p| fam.lines.get(p)?.leaf.clone())
+            };
             if !appended
+                || ol.leaf != line.leaf
+                || parent_leaf(of, ol) != parent_leaf(f, line)
                 || ol.file != line.file
                 || ol.current != line.current
                 || ol.parent != line.parent

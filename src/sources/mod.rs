@@ -17,6 +17,7 @@ pub mod follow;
 pub mod kimi_cli;
 pub mod kimi_code;
 pub mod lookup;
+pub mod pi;
 mod source;
 #[cfg(test)]
 pub(crate) mod test_util;
@@ -288,6 +289,9 @@ pub struct LineMark {
     /// Tree-shaped formats: the id of the entry that marks it (a compact
     /// boundary's uuid).
     pub entry: Option<String>,
+    /// A compaction that names the first entry it kept whole (Pi's
+    /// `firstKeptEntryId`).
+    pub first_kept: Option<String>,
 }
 
 /// A user's name for an entry (Pi's `label`), shown on it like Pi's

@@ -115,7 +115,11 @@ pub enum ReplayStyle {
 /// Every agent worldline reads, in the order a path is offered to them:
 /// the first whose [`Source::recognise`] says yes reads it. kimi-cli comes
 /// last: its oldest layouts are bare `<id>.jsonl` files.
-pub static SOURCES: &[&dyn Source] = &[&super::kimi_code::KimiCode, &super::kimi_cli::KimiCli];
+pub static SOURCES: &[&dyn Source] = &[
+    &super::kimi_code::KimiCode,
+    &super::pi::Pi,
+    &super::kimi_cli::KimiCli,
+];
 
 /// The source that reads the session at `path`, if any does.
 pub fn source_for(path: &Path) -> Option<&'static dyn Source> {

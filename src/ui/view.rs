@@ -294,6 +294,11 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
             (indent.to_string(), tag, style, text, right)
         }
     };
+    // Names a user gave these records (Pi's labels), shown first as `[name]`.
+    let text = match label_names(app, covers.clone()) {
+        Some(names) => format!("{names} {text}"),
+        None => text,
+    };
     // Where a fork session leaves (on the source) or arrives (on the fork).
     let right = match fork_mark(app, fam, covers.clone()) {
         Some(m) if right.is_empty() => m,
@@ -355,6 +360,25 @@ fn fork_mark(app: &App, fam: &Family, covers: std::ops::Range<usize>) -> Option<
         out.push("⑂ copied up to here".into());
     }
     (!out.is_empty()).then(|| out.join(" "))
+}
+
+/// `[name] [other]`: the labels on the records of rows `covers`.
+fn label_names(app: &App, covers: std::ops::Range<usize>) -> Option<String> {
+    let labels = &app.session.as_deref()?.agents.get(app.agent)?.labels;
+    if labels.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = covers
+        .take(super::steps::MAX_READ * 4)
+        .filter_map(|row| app.rows.record_of(row))
+        .flat_map(|r| {
+            labels
+                .iter()
+                .filter(move |l| l.at == Some((r.line, r.record)))
+                .map(|l| format!("[{}]", sanitize_line(&l.label, 24)))
+        })
+        .collect();
+    (!names.is_empty()).then(|| names.join(" "))
 }
 
 /// Gutter, tag, its style, text and right-hand facts of a step row.

@@ -120,6 +120,7 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
         line,
         count,
         entry: None,
+        first_kept: None,
     };
     AgentParts {
         dir: a.dir.clone(),

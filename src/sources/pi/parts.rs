@@ -1,0 +1,300 @@
+//! A Pi session as the world-line builder takes it: one world line per
+//! root-to-leaf path of the entry tree ([`super::tree`]), each a view of
+//! the one file (the path's entries, bookkeeping included), leaving its
+//! parent at the fork point with the reason `/tree`; compactions as marks
+//! on their line, labels on their targets, the title, and `/fork` lineage.
+
+use super::file::{Entry, Kind, PiFile};
+use super::tree::Tree;
+use crate::model::{Role, Warning};
+use crate::read::{FileIndex, Records};
+use crate::sources::{
+    AgentParts, EntryLabel, ForkKind, LineFork, LineInfo, LineMark, Lineage, ParentLink,
+    SessionParts, StatedFork, Tool,
+};
+
+/// Characters of a prompt or summary kept as a world line's reason.
+const PROMPT_CHARS: usize = 400;
+
+/// A world line's records as last handed out, kept by a live follower: a
+/// line that only grew gets the new records pushed onto the same storage
+/// (O(appended), and the builder sees it extend the last snapshot's).
+#[derive(Debug, Clone, Default)]
+pub struct LineCache {
+    start: u32,
+    leaf: u32,
+    records: Records,
+    times: Vec<Option<f64>>,
+    reason: Option<String>,
+}
+
+/// Builds the parts of a read file; `lineage` is found on disk beside it.
+/// Without `times` (`tree --format json`) no record times are handed over.
+/// `cache`: the lines of the last call on the same file (empty: none).
+pub fn session_parts(
+    f: &PiFile,
+    tree: &Tree,
+    lineage: Lineage,
+    times: bool,
+    cache: &mut Vec<LineCache>,
+) -> SessionParts {
+    let want_times = times;
+    let e = &f.entries;
+    let mut files = Vec::with_capacity(tree.lines.len());
+    let mut forks = Vec::with_capacity(tree.lines.len());
+    let mut lines = Vec::with_capacity(tree.lines.len());
+    let mut times = Vec::with_capacity(tree.lines.len());
+    let old = std::mem::take(cache);
+    for (k, l) in tree.lines.iter().enumerate() {
+        // Only a line's own records are timed: its shared prefix is its
+        // parent's (the builder reads times from `shared` on).
+        let own_from = l.after.map_or(0, |a| tree.depth[a as usize] as usize + 1);
+        let time = |r: usize, i: u32| (r >= own_from).then(|| e[i as usize].time).flatten();
+        let grown = old
+            .get(k)
+            .filter(|c| c.start == l.start)
+            .and_then(|c| Some((c, suffix_after(e, tree, l.leaf, c.leaf)?)));
+        let (records, when) = match grown {
+            Some((c, new)) => {
+                let mut records = c.records.clone();
+                let mut when = if want_times {
+                    c.times.clone()
+                } else {
+                    Vec::new()
+                };
+                for &i in &new {
+                    if want_times {
+                        when.push(time(records.len(), i));
+                    }
+                    records.push(e[i as usize].meta.clone());
+                }
+                (records, when)
+            }
+            None => {
+                let path = tree.path(e, k);
+                let when = if want_times {
+                    path.iter().enumerate().map(|(r, &i)| time(r, i)).collect()
+                } else {
+                    Vec::new()
+                };
+                let records: Records = path.iter().map(|&i| e[i as usize].meta.clone()).collect();
+                (records, when)
+            }
+        };
+        cache.push(LineCache {
+            start: l.start,
+            leaf: l.leaf,
+            records: records.clone(),
+            times: when.clone(),
+            reason: None,
+        });
+        times.push(when);
+        files.push(FileIndex {
+            name: f.name.clone(),
+            path: f.path.clone(),
+            records,
+            warnings: Vec::new(),
+            bytes: f.bytes,
+            dropped_warnings: 0,
+        });
+        forks.push(match (l.parent, l.after) {
+            (Some(p), Some(a)) => LineFork::Explicit {
+                parent: p,
+                shared: tree.depth[a as usize] as usize + 1,
+            },
+            _ if k == 0 => LineFork::Infer,
+            _ => LineFork::Root,
+        });
+        // What started it never changes: worked out once per line.
+        let prompt = match old.get(k).filter(|c| c.start == l.start) {
+            Some(c) => c.reason.clone(),
+            None if l.parent.is_some() => {
+                let mut own = Vec::new();
+                let mut at = Some(l.leaf);
+                while let Some(i) =
+                    at.filter(|&i| tree.depth[i as usize] >= tree.depth[l.start as usize])
+                {
+                    own.push(i);
+                    at = e[i as usize].parent;
+                }
+                own.reverse();
+                reason(f, &own)
+            }
+            None => None,
+        };
+        if let Some(c) = cache.last_mut() {
+            c.reason = prompt.clone();
+        }
+        lines.push(LineInfo {
+            // Named by its first own entry: a live line keeps its name
+            // while it grows (its leaf moves on).
+            label: format!(
+                "from {}",
+                crate::text::sanitize_line(&e[l.start as usize].id, 16)
+            ),
+            branch: None,
+            fork: l.parent.map(|p| StatedFork {
+                kind: ForkKind::Tree,
+                line: l.after.map(|a| e[a as usize].meta.line()),
+                turns: None,
+                inferred: false,
+                origin: Some(p),
+            }),
+            leaf: Some(e[l.leaf as usize].id.to_string()),
+            after: l.after.map(|a| e[a as usize].id.to_string()),
+            prompt,
+        });
+    }
+    let compactions = e
+        .iter()
+        .enumerate()
+        .filter_map(|(i, en)| {
+            let Kind::Compaction { first_kept } = &en.kind else {
+                return None;
+            };
+            Some(LineMark {
+                world_line: tree.owner_of(i as u32)?,
+                line: en.meta.line(),
+                count: None,
+                entry: Some(en.id.to_string()),
+                first_kept: first_kept.as_deref().map(str::to_string),
+            })
+        })
+        .collect();
+    let mut warnings = f.warnings.clone();
+    if f.dropped_warnings > 0 {
+        warnings.push(Warning {
+            file: f.path.display().to_string(),
+            line: u64::from(f.lines),
+            message: format!(
+                "{} more warnings in this file not listed",
+                f.dropped_warnings
+            ),
+        });
+    }
+    let main = AgentParts {
+        dir: f.path.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
+        files,
+        forks,
+        wire: None,
+        meta: None,
+        link: ParentLink::None,
+        warnings,
+        lines,
+        current: tree.current,
+        compactions,
+        folded_undos: Vec::new(),
+        parent_line: None,
+        times,
+        labels: labels(f, tree),
+    };
+    SessionParts {
+        dir: f.path.clone(),
+        id: session_id(f),
+        title: title(f),
+        agents: vec![main],
+        lineage,
+        tool: Tool::Pi,
+    }
+}
+
+/// The entries after `old` on the path to `leaf`, when `old` is on it (the
+/// line only grew); walks up only as far as the new entries go.
+fn suffix_after(e: &[Entry], tree: &Tree, leaf: u32, old: u32) -> Option<Vec<u32>> {
+    let want = *tree.depth.get(old as usize)?;
+    let mut out = Vec::new();
+    let mut at = leaf;
+    while tree.depth[at as usize] > want {
+        out.push(at);
+        at = e[at as usize].parent?;
+    }
+    out.reverse();
+    (at == old).then_some(out)
+}
+
+/// The header's id, else the file name's.
+pub fn session_id(f: &PiFile) -> String {
+    f.header
+        .as_ref()
+        .and_then(|h| h.id.clone())
+        .or_else(|| super::home::id_of_name(&f.path))
+        .unwrap_or_else(|| f.name.clone())
+}
+
+/// Labels in force: the last `label` entry per target wins; one without a
+/// label clears it.
+fn labels(f: &PiFile, tree: &Tree) -> Vec<EntryLabel> {
+    let mut out: Vec<EntryLabel> = Vec::new();
+    for en in &f.entries {
+        let Kind::Label { target, label } = &en.kind else {
+            continue;
+        };
+        let Some(target) = target else { continue };
+        out.retain(|l| *l.entry != **target);
+        if let Some(label) = label {
+            let at = f
+                .by_id
+                .get(&**target)
+                .and_then(|&i| Some((tree.owner_of(i)?, tree.depth[i as usize] as usize)));
+            out.push(EntryLabel {
+                entry: target.to_string(),
+                at,
+                label: label.to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// Pi's title: the latest `session_info` name (empty clears it), else the
+/// first prompt.
+pub fn title(f: &PiFile) -> Option<String> {
+    let named = f.entries.iter().rev().find_map(|en| match &en.kind {
+        Kind::SessionInfo { name } => Some(name.as_deref().unwrap_or("")),
+        _ => None,
+    });
+    if let Some(n) = named.filter(|n| !n.trim().is_empty()) {
+        return Some(n.trim().to_string());
+    }
+    f.entries
+        .iter()
+        .filter(|en| *en.meta.role() == Role::User && en.kind == Kind::Message)
+        .take(8)
+        .find_map(|en| text_of(f, en))
+        .map(|t| first_chars(t.trim(), 200))
+}
+
+/// What started a branch: its summary, else its first prompt.
+fn reason(f: &PiFile, own: &[u32]) -> Option<String> {
+    for &i in own.iter().take(64) {
+        let en = &f.entries[i as usize];
+        match en.kind {
+            Kind::BranchSummary => {
+                let text = text_of(f, en)?;
+                let summary = text.split_once('\n').map_or("", |(_, s)| s);
+                return Some(format!(
+                    "summary: {}",
+                    first_chars(summary.trim(), PROMPT_CHARS)
+                ));
+            }
+            _ if *en.meta.role() == Role::User => {
+                return text_of(f, en).map(|t| first_chars(t.trim(), PROMPT_CHARS));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn text_of(f: &PiFile, en: &Entry) -> Option<String> {
+    let body = super::body::load_body(&f.path, &en.meta).ok()?;
+    let t = body.text();
+    (!t.trim().is_empty()).then_some(t)
+}
+
+fn first_chars(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}

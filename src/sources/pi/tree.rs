@@ -1,0 +1,259 @@
+//! The world lines of a Pi entry tree: its root-to-leaf paths. Every entry
+//! is a node (labels and model changes sit inside the chain), but a side
+//! subtree of bookkeeping only is no world line; at a line's tip such a
+//! subtree is its tail (the latest one written). Lines are ordered by the
+//! file position of each one's first entry not on an earlier line, a line
+//! going on through the earliest child at every branch point; a line's
+//! parent is the earliest line holding its fork point. `current` is the
+//! line holding the file's last entry (where Pi resumes).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::file::Entry;
+
+/// One world line: its own entries (`start..` down to `leaf`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Line {
+    /// The first entry not on an earlier line.
+    pub start: u32,
+    pub leaf: u32,
+    /// The fork point (the parent of `start`); `None`: a root line.
+    pub after: Option<u32>,
+    /// The earliest line holding `after`.
+    pub parent: Option<usize>,
+}
+
+/// The tree's world lines and where each entry sits.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tree {
+    pub lines: Vec<Line>,
+    /// Per entry: the earliest line holding it (`u32::MAX`: on no line).
+    pub owner: Vec<u32>,
+    /// Per entry: its position on a path from its root (0 for a root).
+    pub depth: Vec<u32>,
+    pub current: Option<usize>,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl Tree {
+    pub fn owner_of(&self, entry: u32) -> Option<usize> {
+        self.owner
+            .get(entry as usize)
+            .filter(|&&o| o != NONE)
+            .map(|&o| o as usize)
+    }
+
+    /// The entries of line `k`, root first.
+    pub fn path(&self, entries: &[Entry], k: usize) -> Vec<u32> {
+        let Some(l) = self.lines.get(k) else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(self.depth[l.leaf as usize] as usize + 1);
+        let mut n = Some(l.leaf);
+        while let Some(i) = n {
+            out.push(i);
+            n = entries[i as usize].parent;
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// Builds the world lines of `entries` (parents always earlier, as
+/// [`super::file::PiFile`] resolves them).
+pub fn build(entries: &[Entry]) -> Tree {
+    let n = entries.len();
+    let mut depth = vec![0u32; n];
+    // Children in file order, as one flat list (CSR): a session of a
+    // million entries costs two arrays, not a million vectors.
+    let mut counts = vec![0u32; n + 1];
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(p) = e.parent {
+            depth[i] = depth[p as usize] + 1;
+            counts[p as usize] += 1;
+        }
+    }
+    let mut first = vec![0u32; n + 1];
+    for i in 0..n {
+        first[i + 1] = first[i] + counts[i];
+    }
+    let mut fill = first.clone();
+    let mut kids = vec![0u32; first[n] as usize];
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(p) = e.parent {
+            kids[fill[p as usize] as usize] = i as u32;
+            fill[p as usize] += 1;
+        }
+    }
+    // Per subtree: does it hold anything but bookkeeping, and its latest
+    // entry (children come after parents: one pass backwards).
+    let mut content = vec![false; n];
+    let mut latest: Vec<u32> = (0..n as u32).collect();
+    for i in (0..n).rev() {
+        content[i] |= !entries[i].kind.is_bookkeeping();
+        if let Some(p) = entries[i].parent {
+            let p = p as usize;
+            content[p] |= content[i];
+            latest[p] = latest[p].max(latest[i]);
+        }
+    }
+    let children = |i: u32| &kids[first[i as usize] as usize..first[i as usize + 1] as usize];
+    let roots: Vec<u32> = (0..n as u32)
+        .filter(|&i| entries[i as usize].parent.is_none())
+        .collect();
+    // Starts of lines still to walk, earliest first.
+    let mut heap: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
+    push_branches(&roots, &content, &latest, &mut heap);
+    let mut owner = vec![NONE; n];
+    let mut lines = Vec::new();
+    while let Some(Reverse(start)) = heap.pop() {
+        let k = lines.len() as u32;
+        let after = entries[start as usize].parent;
+        let parent = after.and_then(|a| {
+            let o = owner[a as usize];
+            (o != NONE).then_some(o as usize)
+        });
+        let mut at = start;
+        loop {
+            owner[at as usize] = k;
+            let kids = children(at);
+            let mut real = kids.iter().copied().filter(|&c| content[c as usize]);
+            let next = match real.next() {
+                Some(c) => {
+                    for other in real {
+                        heap.push(Reverse(other));
+                    }
+                    Some(c)
+                }
+                // The tip: its tail is the bookkeeping written last.
+                None => kids.iter().copied().max_by_key(|&c| latest[c as usize]),
+            };
+            match next {
+                Some(c) => at = c,
+                None => break,
+            }
+        }
+        lines.push(Line {
+            start,
+            leaf: at,
+            after,
+            parent,
+        });
+    }
+    // Pi resumes at the file's last entry; one in a side subtree of
+    // bookkeeping sits on the line of its nearest ancestor on one.
+    let mut current = None;
+    let mut at = n.checked_sub(1).map(|i| i as u32);
+    while let Some(i) = at {
+        if owner[i as usize] != NONE {
+            current = Some(owner[i as usize] as usize);
+            break;
+        }
+        at = entries[i as usize].parent;
+    }
+    Tree {
+        lines,
+        owner,
+        depth,
+        current,
+    }
+}
+
+/// Roots (or children) that start lines: those holding content, else
+/// (no content anywhere among them) the one written last.
+fn push_branches(
+    nodes: &[u32],
+    content: &[bool],
+    latest: &[u32],
+    heap: &mut BinaryHeap<Reverse<u32>>,
+) {
+    let mut any = false;
+    for &r in nodes.iter().filter(|&&r| content[r as usize]) {
+        heap.push(Reverse(r));
+        any = true;
+    }
+    if !any {
+        if let Some(&r) = nodes.iter().max_by_key(|&&r| latest[r as usize]) {
+            heap.push(Reverse(r));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::pi::file::PiFile;
+    use std::path::Path;
+
+    /// `id:parent:type` triples (`-` no parent; `m` message, `l` label,
+    /// `b` model change).
+    fn tree(spec: &str) -> (PiFile, Tree) {
+        let mut text = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
+        for item in spec.split_whitespace() {
+            let mut it = item.split(':');
+            let (id, parent, ty) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+            let parent = if parent == "-" {
+                "null".to_string()
+            } else {
+                format!("\"{parent}\"")
+            };
+            let ty = match ty {
+                "l" => "label",
+                "b" => "model_change",
+                _ => "message",
+            };
+            text.push_str(&format!(
+                "{{\"type\":\"{ty}\",\"id\":\"{id}\",\"parentId\":{parent}}}\n"
+            ));
+        }
+        let f = PiFile::parse("s.jsonl", Path::new("s.jsonl"), text.as_bytes());
+        let t = build(&f.entries);
+        (f, t)
+    }
+
+    fn leaves(f: &PiFile, t: &Tree) -> Vec<String> {
+        t.lines
+            .iter()
+            .map(|l| f.entries[l.leaf as usize].id.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn lines_are_ordered_by_their_first_own_entry() {
+        // r─a─a1, a─a2 (written last), r─b (written before a2).
+        let (f, t) = tree("r:-:b a:r:m a1:a:m b:r:m a2:a:m");
+        assert_eq!(leaves(&f, &t), ["a1", "b", "a2"]);
+        assert_eq!(t.lines[1].parent, Some(0));
+        assert_eq!(t.lines[2].after, Some(1));
+        assert_eq!(t.current, Some(2));
+    }
+
+    #[test]
+    fn bookkeeping_side_subtrees_are_no_lines_but_tails_are_kept() {
+        // A label hanging off an interior node, a label inside the chain,
+        // and a tail label at the tip.
+        let (f, t) = tree("r:-:m a:r:m side:r:l mid:a:l b:mid:m tail:b:l");
+        assert_eq!(leaves(&f, &t), ["tail"]);
+        assert_eq!(t.path(&f.entries, 0).len(), 5);
+        assert_eq!(t.owner_of(2), None);
+        assert_eq!(t.current, Some(0));
+        // The last entry in a side subtree: resumed on its ancestor's line.
+        let (_, t) = tree("r:-:m a:r:m b:a:m side:a:l");
+        assert_eq!(t.lines.len(), 1);
+        assert_eq!(t.current, Some(0));
+    }
+
+    #[test]
+    fn several_roots_and_empty_files() {
+        let (f, t) = tree("r:-:m a:r:m s:-:m");
+        assert_eq!(leaves(&f, &t), ["a", "s"]);
+        assert_eq!(t.lines[1].parent, None);
+        let (_, t) = tree("");
+        assert!(t.lines.is_empty());
+        assert_eq!(t.current, None);
+        let (f, t) = tree("r:-:b");
+        assert_eq!(leaves(&f, &t), ["r"]);
+    }
+}
