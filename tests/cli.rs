@@ -604,5 +604,8 @@ fn the_builder_opens_no_file() {
             }
         }
     }
-    assert!(offenders.is_empty(), "the builder opens files: {offenders:?}");
+    assert!(
+        offenders.is_empty(),
+        "the builder opens files: {offenders:?}"
+    );
 }

@@ -65,9 +65,7 @@ impl Forks {
             let was = self.lines.get(i).filter(|_| grown[i].is_some());
             let shared = match (was, grown[p], grown[i]) {
                 // Diverged before either ended: final.
-                (Some(w), Some(plen), Some(olen)) if w.shared < plen && w.shared < olen => {
-                    w.shared
-                }
+                (Some(w), Some(plen), Some(olen)) if w.shared < plen && w.shared < olen => w.shared,
                 (Some(w), Some(_), Some(_)) => shared_prefix_from(&files[p], file, w.shared),
                 _ => shared_prefix_from(&files[p], file, 0),
             };
@@ -148,4 +146,68 @@ fn looks_cleared(prefix: &[RecordMeta], first: Option<&RecordMeta>, parent: &Fil
     // diverged yet, so it is not a clear.
     let diverged = first.is_some() || prefix.len() < parent.records.len();
     only_preamble && diverged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kimi_writer::{
+        checkpoint_line, dmail_injection_message, message_line, system_prompt_line,
+    };
+    use crate::read::Indexer;
+
+    fn index(name: &str, lines: &[String]) -> FileIndex {
+        let mut ix = Indexer::new(name, "/nonexistent");
+        ix.push(lines.concat().as_bytes());
+        ix.finish();
+        ix.into_index()
+    }
+
+    fn user(text: &str) -> String {
+        format!("{{\"role\": \"user\", \"content\": \"{text}\"}}\n")
+    }
+
+    #[test]
+    fn a_rotation_forks_after_what_it_copied_and_says_why() {
+        let start = vec![
+            system_prompt_line("s"),
+            checkpoint_line(0),
+            user("a"),
+            checkpoint_line(1),
+            user("b"),
+        ];
+        let old = index("context_1.jsonl", &start);
+        let mut dmail = start[..4].to_vec();
+        dmail.push(message_line(&dmail_injection_message("try again")));
+        let mut follower = Forks::default();
+        let (forks, infos) = follower.infer(&[old.clone(), index("context.jsonl", &dmail)]);
+        assert_eq!(
+            forks,
+            [
+                LineFork::Root,
+                LineFork::Explicit {
+                    parent: 0,
+                    shared: 4
+                }
+            ]
+        );
+        assert_eq!(infos[0].label, "context_1.jsonl");
+        assert_eq!(infos[1].fork.map(|f| f.kind), Some(ForkKind::Dmail));
+        assert_eq!(infos[1].prompt.as_deref(), Some("try again"));
+        // Appended to: the follower's answer is the one from scratch.
+        dmail.push(user("c"));
+        let files = [old.clone(), index("context.jsonl", &dmail)];
+        assert_eq!(follower.infer(&files), infer(&files));
+        // `/clear`: only the system prompt and checkpoint 0 again.
+        let cleared = [start[0].clone(), start[1].clone(), user("new")];
+        let (forks, infos) = infer(&[old, index("context.jsonl", &cleared)]);
+        assert_eq!(
+            forks[1],
+            LineFork::Explicit {
+                parent: 0,
+                shared: 2
+            }
+        );
+        assert_eq!(infos[1].fork.map(|f| f.kind), Some(ForkKind::Clear));
+    }
 }
