@@ -11,7 +11,9 @@
 //! its time and memory bound, say what it skipped, and print no raw control
 //! character. `--big` adds the largest inputs (3 M malformed lines, a 200 MB
 //! wire line, a 50 MB title). Under `cargo test --benches` it only says how
-//! to run it.
+//! to run it. Issue #19's round 2 (Kimi Code side files and branches,
+//! `send`'s limits, a live wire line, Mermaid directives, `replay --dir`,
+//! rotation 2^64−1) is in `hostile/round2.rs`.
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -38,7 +40,7 @@ struct Outcome {
 /// Runs with a deadline; `None` when it had to be killed.
 // The child is reaped by `wait4` (for its rusage), which clippy cannot see.
 #[allow(clippy::zombie_processes)]
-fn run(cmd: &mut Command) -> Option<Outcome> {
+fn run(cmd: &mut Command, deadline: Duration) -> Option<Outcome> {
     // The big inputs were built in this process: give their memory back,
     // so the child's ru_maxrss (which counts this process until the exec)
     // is the child's own.
@@ -75,7 +77,7 @@ fn run(cmd: &mut Command) -> Option<Outcome> {
             let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
             break (code, u64::try_from(usage.ru_maxrss).unwrap_or(0));
         }
-        if t.elapsed() > Duration::from_secs(10) {
+        if t.elapsed() > deadline {
             let _ = child.kill();
             let _ = child.wait();
             return None;
@@ -203,8 +205,13 @@ impl Report {
         check: impl Fn(&Outcome) -> Result<(), String>,
     ) {
         self.tried += 1;
-        let (verdict, secs, mb) = match run(&mut cmd) {
-            None => ("HANG (killed at 10 s)".to_string(), 10.0, 0.0),
+        let deadline = Duration::from_secs_f64((2.0 * max_secs).max(10.0));
+        let (verdict, secs, mb) = match run(&mut cmd, deadline) {
+            None => (
+                format!("HANG (killed at {} s)", deadline.as_secs()),
+                deadline.as_secs_f64(),
+                0.0,
+            ),
             Some(o) => {
                 let mb = o.rss_kb as f64 / 1024.0;
                 let controls = raw_controls(&o.stdout) + raw_controls(&o.stderr);
@@ -572,8 +579,13 @@ fn main() {
         drop(idle);
     }
 
+    round2::cases(&mut r, big);
+
     println!(
         "\n{} inputs tried, {} handled within their bounds",
         r.tried, r.handled
     );
 }
+
+#[path = "hostile/round2.rs"]
+mod round2;

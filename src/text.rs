@@ -45,10 +45,13 @@ pub fn sanitize_message(s: &str) -> String {
 
 /// Serialised JSON made safe for a terminal: JSON itself escapes only C0
 /// controls, so DEL, C1 controls (U+009B is a CSI to many terminals) and
-/// bidi overrides become `\u` escapes too. They can only occur inside
-/// strings, so the document means exactly the same.
+/// bidi overrides become `\u` escapes too, and so do the invisible marks
+/// a terminal would show as nothing or as a line break (zero-width spaces
+/// and joiners, LRM/RLM, ALM, word joiners, BOM, U+2028/2029). They can
+/// only occur inside strings, so the document means exactly the same.
 pub fn json_for_terminal(json: String) -> String {
-    let risky = |c: char| ('\u{7f}'..='\u{9f}').contains(&c) || is_bidi_control(c);
+    let risky =
+        |c: char| ('\u{7f}'..='\u{9f}').contains(&c) || is_bidi_control(c) || is_invisible_mark(c);
     if !json.chars().any(risky) {
         return json;
     }
@@ -61,6 +64,20 @@ pub fn json_for_terminal(json: String) -> String {
         }
     }
     out
+}
+
+/// Zero-width and direction marks and the Unicode line/paragraph
+/// separators: shown raw they hide or move text.
+fn is_invisible_mark(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200b}'..='\u{200f}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{061c}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{feff}'
+    )
 }
 
 fn is_bidi_control(c: char) -> bool {
@@ -167,6 +184,13 @@ mod tests {
         let safe = json_for_terminal(v.to_string());
         assert_eq!(safe, r#"{"k":"a\u009bb\u007f\u202e\u001b"}"#);
         assert_eq!(serde_json::from_str::<serde_json::Value>(&safe).unwrap(), v);
+        let marks = serde_json::json!({"k": "a\u{200b}\u{200d}\u{200e}\u{200f}\u{2028}\u{2029}b"});
+        let safe = json_for_terminal(marks.to_string());
+        assert_eq!(safe, r#"{"k":"a\u200b\u200d\u200e\u200f\u2028\u2029b"}"#);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&safe).unwrap(),
+            marks
+        );
     }
 
     #[test]

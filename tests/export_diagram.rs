@@ -181,6 +181,28 @@ fn session_text_never_opens_a_tag_in_mermaid() {
     }
 }
 
+/// A D-Mail ending in a Mermaid directive: Mermaid finds `%%{…}%%`
+/// anywhere (comments too), so no `%` of session text may reach the file.
+#[test]
+fn session_text_never_spells_a_mermaid_directive() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = "fix it %%{init: {'theme':'forest'}}%% and %%{x: swallow";
+    let mut old = vec![sys()];
+    old.extend(turn(0, "a", "b"));
+    old.push(dmail_call("c1", evil, 0));
+    old.push(dmail_ok("c1"));
+    write(dir.path(), "context_1.jsonl", &old);
+    write(dir.path(), "context.jsonl", &revert(&old, 0, evil));
+    let s = Session::load(dir.path()).unwrap();
+    let m = mermaid(&s);
+    assert!(m.contains("fix it #37;#37;{init"), "{m}");
+    for l in m.lines() {
+        // Mermaid's own comment marker starts the line; nothing else has `%`.
+        let rest = l.trim_start().strip_prefix("%%").unwrap_or(l);
+        assert!(!rest.contains('%'), "{l}");
+    }
+}
+
 /// Mermaid's own parser and renderer, from the npm package's
 /// `dist/mermaid.min.js` (`.ci/run` fetches it into `target/mermaid/`;
 /// `WORLDLINE_MERMAID_JS` points elsewhere).

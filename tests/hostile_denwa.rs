@@ -464,3 +464,67 @@ fn a_hijacked_socket_directory_gets_a_private_fallback() {
         assert!(DenwaClient::connect_session(l.session.path()).is_ok());
     }
 }
+
+/// A server that accepts nothing (a full listen backlog) or answers a
+/// byte at a time: `send` gives up within its 10 s limit, in words.
+#[test]
+fn a_server_that_never_accepts_or_trickles_is_given_up_on() {
+    use std::os::unix::io::AsRawFd;
+    let t = tempfile::tempdir().unwrap();
+    let dir = private_dir(t.path(), "run");
+    let stuck = dir.join("stuck.sock");
+    let listener = UnixListener::bind(&stuck).unwrap();
+    // SAFETY: listen(2) again on our own socket, to shrink its backlog.
+    assert_eq!(unsafe { libc::listen(listener.as_raw_fd(), 0) }, 0);
+    // Backlog 0 holds one connection: after this one, a connect waits
+    // for an accept that never comes.
+    let held = std::os::unix::net::UnixStream::connect(&stuck).unwrap();
+    let trickle = dir.join("trickle.sock");
+    let tl = UnixListener::bind(&trickle).unwrap();
+    std::thread::spawn(move || {
+        for s in tl.incoming() {
+            let Ok(mut s) = s else { return };
+            std::thread::spawn(move || {
+                let reply = br#"{"ok":true,"protocol":"denwa/1","session":"x","agent":"main","server":"slow"}"#;
+                for b in reply.iter().cycle() {
+                    if s.write_all(&[*b]).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            });
+        }
+    });
+    for sock in [&trickle, &stuck] {
+        let t0 = Instant::now();
+        let out = worldline(&["send", sock.to_str().unwrap(), "--status"], None);
+        let took = t0.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{sock:?}: {err}");
+        assert!(err.contains("timed out"), "{sock:?}: {err}");
+        assert!(took < Duration::from_secs(13), "{sock:?} took {took:?}");
+    }
+    drop(held);
+}
+
+/// `send < /dev/zero`: stdin is read up to the line limit, not to the end.
+#[test]
+fn a_message_from_an_endless_stdin_is_refused_at_the_limit() {
+    let l = live_with(ServerLimits::default(), tempfile::tempdir().unwrap());
+    let t0 = Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        .args([
+            "send",
+            l.session.path().to_str().unwrap(),
+            "--checkpoint",
+            "1",
+        ])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .output()
+        .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 MiB") && err.contains("stdin"), "{err}");
+    assert_eq!(l.renji.lock().unwrap().pending(), None);
+}

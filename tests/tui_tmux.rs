@@ -180,6 +180,18 @@ fn fits_80x24() {
 
 #[test]
 fn sigterm_restores_the_terminal() {
+    signal_restores_the_terminal("TERM");
+}
+
+/// SIGQUIT and SIGUSR1 end the process by default (SIGQUIT with a core):
+/// caught, they quit like SIGTERM and the terminal comes back.
+#[test]
+fn sigquit_and_sigusr1_restore_the_terminal() {
+    signal_restores_the_terminal("QUIT");
+    signal_restores_the_terminal("USR1");
+}
+
+fn signal_restores_the_terminal(signal: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let pidfile = tmp.path().join("pid");
     let bin = env!("CARGO_BIN_EXE_worldline");
@@ -191,19 +203,20 @@ fn sigterm_restores_the_terminal() {
         bin,
         dir.display()
     );
-    let Some(t) = start_script((100, 30), "term", &script) else {
+    let name = format!("sig{}", signal.to_lowercase());
+    let Some(t) = start_script((100, 30), &name, &script) else {
         return;
     };
     t.wait_for("the map", map_shown);
     let pid = std::fs::read_to_string(&pidfile).unwrap();
     let status = Command::new("kill")
-        .args(["-TERM", pid.trim()])
+        .args([&format!("-{signal}"), pid.trim()])
         .status()
         .unwrap();
     assert!(status.success());
     let pane = t.wait_for("the shell", |p| p.contains("WL-EXITED-"));
     assert!(
         !pane.contains("─ world lines"),
-        "alternate screen left:\n{pane}"
+        "SIG{signal}: alternate screen left:\n{pane}"
     );
 }

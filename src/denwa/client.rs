@@ -1,9 +1,9 @@
 //! A denwa/1 client: what the TUI and `worldline send` use to reach an agent.
 
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -12,8 +12,13 @@ use super::error::DenwaError;
 use super::protocol::{encode_request, Hello, Request, Status, MAX_LINE, PROTOCOL};
 use super::trust;
 
-/// A server that does not answer within this long is treated as broken.
+/// A server that does not take the connection, or answer a request in
+/// full, within this long is treated as broken: one limit for the whole
+/// connect and for each whole request, not per read (a server trickling a
+/// byte a second cannot stretch it).
 const TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a connect to a full listen backlog is tried again.
+const CONNECT_RETRY: Duration = Duration::from_millis(10);
 
 /// A connection to one agent's DenwaRenji; requests go one at a time.
 ///
@@ -72,17 +77,20 @@ impl DenwaClient {
     pub fn connect_socket(socket: &Path) -> Result<DenwaClient, DenwaError> {
         let socket = &std::path::absolute(socket).map_err(|e| DenwaError::io(socket, e))?;
         trust::check_socket_path(socket)?;
-        let stream = UnixStream::connect(socket).map_err(|e| match e.kind() {
+        let stream = connect_within(socket, TIMEOUT).map_err(|e| match e.kind() {
             ErrorKind::NotFound | ErrorKind::ConnectionRefused => DenwaError::NotLive {
                 path: socket.to_owned(),
+            },
+            ErrorKind::TimedOut => DenwaError::Timeout {
+                path: socket.to_owned(),
+                secs: TIMEOUT.as_secs(),
             },
             _ => DenwaError::io(socket, e),
         })?;
         // Before a single byte goes out: is the server one of ours?
         trust::check_peer(&stream, socket)?;
         let io = |e| DenwaError::io(socket, e);
-        stream.set_read_timeout(Some(TIMEOUT)).map_err(io)?;
-        stream.set_write_timeout(Some(TIMEOUT)).map_err(io)?;
+        // Reads and writes are given the time left of each request.
         let writer = stream.try_clone().map_err(io)?;
         let mut client = DenwaClient {
             socket: socket.to_owned(),
@@ -179,15 +187,11 @@ impl DenwaClient {
                 max: MAX_LINE,
             });
         }
-        self.writer
-            .write_all(&encoded)
+        let deadline = Instant::now() + TIMEOUT;
+        self.write_by(&encoded, deadline)
             .map_err(|e| self.transport(e))?;
-        let mut line = Vec::new();
-        let n = (&mut self.reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .map_err(|e| self.transport(e))?;
-        if n == 0 {
+        let line = self.read_line_by(deadline).map_err(|e| self.transport(e))?;
+        if line.is_empty() {
             return Err(self.protocol("connection closed before the reply".into()));
         }
         if line.last() != Some(&b'\n') && line.len() > MAX_LINE {
@@ -212,6 +216,49 @@ impl DenwaClient {
         }
     }
 
+    /// Writes all of `bytes`, each write allowed only the time left.
+    fn write_by(&mut self, mut bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
+        while !bytes.is_empty() {
+            self.writer.set_write_timeout(Some(left(deadline)?))?;
+            match self.writer.write(bytes) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(n) => bytes = &bytes[n..],
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// One reply line (with its newline; without it at EOF or past
+    /// `MAX_LINE`), each read allowed only the time left.
+    fn read_line_by(&mut self, deadline: Instant) -> std::io::Result<Vec<u8>> {
+        let mut line = Vec::new();
+        loop {
+            self.reader
+                .get_ref()
+                .set_read_timeout(Some(left(deadline)?))?;
+            let buf = match self.reader.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                return Ok(line);
+            }
+            let room = MAX_LINE + 1 - line.len();
+            let (take, done) = match memchr::memchr(b'\n', buf) {
+                Some(i) if i < room => (i + 1, true),
+                _ => (buf.len().min(room), buf.len() >= room),
+            };
+            line.extend_from_slice(&buf[..take]);
+            self.reader.consume(take);
+            if done {
+                return Ok(line);
+            }
+        }
+    }
+
     fn decode<T: serde::de::DeserializeOwned>(&self, reply: Value) -> Result<T, DenwaError> {
         serde_json::from_value(reply).map_err(|e| self.protocol(format!("bad reply: {e}")))
     }
@@ -233,4 +280,76 @@ impl DenwaClient {
             detail,
         }
     }
+}
+
+/// The time left before `deadline`; past it, a timeout.
+fn left(deadline: Instant) -> std::io::Result<Duration> {
+    let d = deadline.saturating_duration_since(Instant::now());
+    if d.is_zero() {
+        return Err(ErrorKind::TimedOut.into());
+    }
+    Ok(d)
+}
+
+/// `UnixStream::connect` within `timeout`. A Unix socket whose listen
+/// backlog is full (a server that never accepts) makes a blocking connect
+/// wait forever and a non-blocking one fail with `EAGAIN`; it is tried
+/// again until the deadline, so the wait is bounded.
+fn connect_within(path: &Path, timeout: Duration) -> std::io::Result<UnixStream> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::FromRawFd;
+    let deadline = Instant::now() + timeout;
+    // SAFETY: plain socket(2); the descriptor is owned by `stream` at once.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh socket nobody else owns.
+    let stream = unsafe { UnixStream::from_raw_fd(fd) };
+    // SAFETY: an all-zero sockaddr_un is valid; the path is copied in below.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.len() >= addr.sun_path.len() || bytes.contains(&0) {
+        return Err(std::io::Error::new(
+            ErrorKind::InvalidInput,
+            "socket path too long for a Unix socket",
+        ));
+    }
+    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
+        *d = *s as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
+    loop {
+        // SAFETY: `addr` is a valid sockaddr_un of at least `len` bytes.
+        let r = unsafe {
+            libc::connect(
+                fd,
+                (&raw const addr).cast::<libc::sockaddr>(),
+                len as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => {}
+            Some(libc::EAGAIN) | Some(libc::EINPROGRESS) => {
+                let wait = left(deadline)?;
+                std::thread::sleep(wait.min(CONNECT_RETRY));
+            }
+            // A connect already under way (after EINPROGRESS) finished.
+            Some(libc::EISCONN) => break,
+            _ => return Err(e),
+        }
+    }
+    stream.set_nonblocking(false)?;
+    Ok(stream)
 }

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use super::client::DenwaClient;
 use super::error::DenwaError;
-use super::protocol::Status;
+use super::protocol::{Status, MAX_LINE};
 use crate::text::sanitize_message;
 
 /// What `worldline send` was asked to do.
@@ -140,14 +140,23 @@ fn fail(code: u8, message: &str) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The whole of stdin, minus one trailing newline (what `echo` adds).
+/// The whole of stdin, minus one trailing newline (what `echo` adds). At
+/// most a denwa/1 line is read: a longer message could not be sent anyway,
+/// and `< /dev/zero` must not fill memory.
 fn read_stdin_message() -> std::io::Result<String> {
-    let mut stdin = std::io::stdin();
+    let stdin = std::io::stdin();
     if stdin.is_terminal() {
         eprintln!("Type the D-Mail, then Ctrl-D:");
     }
     let mut text = String::new();
-    stdin.read_to_string(&mut text)?;
+    // The line limit, plus a line end that is stripped below.
+    let cap = MAX_LINE as u64 + 2;
+    stdin.lock().take(cap + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > cap {
+        return Err(std::io::Error::other(format!(
+            "longer than denwa/1's {MAX_LINE}-byte (1 MiB) line limit; not sent"
+        )));
+    }
     if text.ends_with('\n') {
         text.pop();
         if text.ends_with('\r') {

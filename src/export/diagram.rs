@@ -402,12 +402,14 @@ pub fn dot(s: &Session) -> String {
 
 /// Mermaid labels are Markdown/HTML: every character that could open a tag,
 /// an entity, a Markdown string or end the label becomes a numeric entity
-/// code (`#60;`), which Mermaid shows as the character itself.
+/// code (`#60;`), which Mermaid shows as the character itself. `%` too:
+/// Mermaid looks for `%%{…}%%` directives anywhere in the text, labels and
+/// comments included, so session text must never spell one.
 fn mm_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
-            '#' | '<' | '>' | '&' | '"' | '`' => {
+            '#' | '<' | '>' | '&' | '"' | '`' | '%' => {
                 let _ = write!(out, "#{};", c as u32);
             }
             c => out.push(c),
@@ -424,9 +426,12 @@ fn mm_label(lines: &[String]) -> String {
         .join("<br/>")
 }
 
-/// Mermaid comments end at the line end; nothing else can escape them.
+/// Mermaid comments end at the line end, but its directive search is not
+/// anchored to a line start: `%%{init: …}%%` inside a comment still
+/// restyles the diagram and an unclosed `%%{x:` swallows the rest. So
+/// comments are escaped like labels (no `%` is left).
 fn mm_comment(s: &str) -> String {
-    sanitize_line(s, 400)
+    mm_str(&sanitize_line(s, 400))
 }
 
 pub fn mermaid(s: &Session) -> String {
@@ -519,6 +524,10 @@ mod tests {
         let s = mm_str("<img src=x onerror=alert(1)> \"q\" `md` #1;");
         assert!(!s.contains('<') && !s.contains('>') && !s.contains('"') && !s.contains('`'));
         assert_eq!(mm_str("a#b"), "a#35;b");
+        for hostile in ["x %%{init: {'theme':'dark'}}%%", "%%{x: rest"] {
+            assert!(!mm_comment(hostile).contains('%'));
+            assert!(!mm_str(hostile).contains('%'));
+        }
     }
 
     #[test]

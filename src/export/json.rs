@@ -205,6 +205,9 @@ fn entry_line_json(f: &Family, l: &WorldLine) -> Value {
     });
     json!({
         "file": file.name,
+        // Stable while the line grows (its leaf moves): what watch's
+        // `world_line_removed` names.
+        "name": l.file,
         "leaf": l.leaf,
         "parent": l.parent.and_then(leaf),
         "fork": fork,

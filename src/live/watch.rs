@@ -128,6 +128,8 @@ pub fn events_between(prev: Option<&Session>, next: &Session) -> Vec<Value> {
                 || ol.current != line.current
                 || ol.parent != line.parent
                 || ol.fork != line.fork
+                // A folded parallel result adds a record, not a leaf.
+                || (line.leaf.is_some() && recs.len() != old_recs.len())
             {
                 out.push(world_line_event(&label, f, i));
             }

@@ -14,6 +14,9 @@ pub const STATE_JSON_CAP: u64 = 4 << 20;
 pub const META_JSON_CAP: u64 = 1 << 20;
 pub const DENWA_JSON_CAP: u64 = 64 << 10;
 pub const KIMI_JSON_CAP: u64 = 16 << 20;
+/// An index of sessions (`session_index.jsonl`): a line per session, so
+/// 100 000 sessions fit with room to spare.
+pub const INDEX_CAP: u64 = 64 << 20;
 
 /// Why a file was not read.
 #[derive(Debug, thiserror::Error)]
@@ -45,12 +48,26 @@ pub struct Guarded {
 /// the `open`), checks with `fstat` on the opened descriptor (no race with a
 /// rename) that it is a regular file, then turns blocking back on.
 pub fn open_regular(path: &Path) -> Result<Guarded, GuardError> {
+    open_with(path, 0)
+}
+
+/// [`open_regular`], refusing a symbolic link as the last component
+/// (`O_NOFOLLOW`), as world-line files are: a side file inside a session
+/// is not followed elsewhere either.
+pub fn open_regular_nofollow(path: &Path) -> Result<Guarded, GuardError> {
+    open_with(path, libc::O_NOFOLLOW)
+}
+
+fn open_with(path: &Path, flags: libc::c_int) -> Result<Guarded, GuardError> {
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | flags)
         .open(path)
         .map_err(|e| match e.kind() {
             ErrorKind::NotFound => GuardError::NotFound,
+            _ if e.raw_os_error() == Some(libc::ELOOP) && flags & libc::O_NOFOLLOW != 0 => {
+                GuardError::NotRegular("symbolic link (not followed)")
+            }
             _ => GuardError::Io(e),
         })?;
     let meta = file.metadata().map_err(GuardError::Io)?;
@@ -97,7 +114,15 @@ fn clear_nonblock(file: &File) -> std::io::Result<()> {
 /// `cap` bytes (checked on the length and again while reading, so a file
 /// that grows meanwhile cannot get past it).
 pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, GuardError> {
-    let g = open_regular(path)?;
+    read_guarded(open_regular(path)?, cap)
+}
+
+/// [`read_capped`] through [`open_regular_nofollow`].
+pub fn read_capped_nofollow(path: &Path, cap: u64) -> Result<Vec<u8>, GuardError> {
+    read_guarded(open_regular_nofollow(path)?, cap)
+}
+
+fn read_guarded(g: Guarded, cap: u64) -> Result<Vec<u8>, GuardError> {
     if g.len > cap {
         return Err(GuardError::TooBig { len: g.len, cap });
     }
@@ -119,7 +144,16 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<Vec<u8>, GuardError> {
 /// `Err(reason)` (for a warning naming the file) when it is a special file,
 /// too big, or not JSON (a torn write): its contents are then unknown.
 pub fn read_json(path: &Path, cap: u64) -> Result<Option<serde_json::Value>, String> {
-    match read_capped(path, cap) {
+    json_of(read_capped(path, cap))
+}
+
+/// [`read_json`] refusing a symbolic link ([`open_regular_nofollow`]).
+pub fn read_json_nofollow(path: &Path, cap: u64) -> Result<Option<serde_json::Value>, String> {
+    json_of(read_capped_nofollow(path, cap))
+}
+
+fn json_of(read: Result<Vec<u8>, GuardError>) -> Result<Option<serde_json::Value>, String> {
+    match read {
         Ok(bytes) => super::lenient::parse_value(&bytes)
             .map(Some)
             .map_err(|e| format!("not valid JSON ({e}); ignored")),
@@ -163,6 +197,13 @@ mod tests {
             Err(GuardError::TooBig { len: 11, cap: 10 })
         ));
         assert_eq!(read_capped(&big, 11).unwrap().len(), 11);
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&big, &link).unwrap();
+        assert_eq!(read_capped(&link, 11).unwrap().len(), 11);
+        assert!(matches!(
+            read_capped_nofollow(&link, 11),
+            Err(GuardError::NotRegular("symbolic link (not followed)"))
+        ));
     }
 }
 

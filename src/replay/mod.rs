@@ -51,14 +51,24 @@ pub struct Player {
 }
 
 impl Player {
-    /// `dst` is created if missing; it must not hold a session already.
+    /// `dst` is created if missing; an existing one must be empty. A
+    /// replay appends to the files it writes, so a directory already
+    /// holding some (a `wire.jsonl`, a `state.json`, a session) would have
+    /// them corrupted.
     pub fn new(plan: Plan, dst: &Path) -> Result<Player> {
         std::fs::create_dir_all(dst).map_err(|e| Error::io(dst, e))?;
-        if crate::sources::source_for(dst).is_some() {
-            return Err(Error::Usage(format!(
-                "{}: already holds a session; replay into an empty directory",
+        let mut entries = std::fs::read_dir(dst).map_err(|e| Error::io(dst, e))?;
+        if let Some(first) = entries.next() {
+            let what = if crate::sources::source_for(dst).is_some() {
+                "already holds a session".to_string()
+            } else {
+                let name = first.map(|e| e.file_name()).unwrap_or_default();
+                format!("is not empty (it holds {})", Path::new(&name).display())
+            };
+            return Err(Error::Usage(crate::text::sanitize_message(&format!(
+                "{}: {what}; replay into an empty directory",
                 dst.display()
-            )));
+            ))));
         }
         Ok(Player {
             plan,

@@ -222,14 +222,19 @@ pub fn list(loc: &Locator, all: bool) -> Vec<SessionSummary> {
 
 /// `list`, with what could not be read on the way.
 pub fn list_checked(loc: &Locator, all: bool) -> (Vec<SessionSummary>, Vec<Warning>) {
-    let (mut rows, warnings) = kimi_cli::share::list_checked(&loc.cli, all);
+    let (mut rows, mut warnings) = kimi_cli::share::list_checked(&loc.cli, all);
     let dirs = if all {
         loc.code.all_sessions()
     } else {
         loc.code.sessions_of(&loc.cwd())
     };
     let work_dirs = loc.code.work_dirs();
-    rows.extend(dirs.iter().map(|d| kimi_code::summarize(d, &work_dirs)));
+    warnings.extend(loc.code.side_warnings());
+    for d in &dirs {
+        let (row, problem) = kimi_code::summarize_checked(d, &work_dirs);
+        rows.push(row);
+        warnings.extend(problem);
+    }
     for s in registered() {
         let found = if all {
             s.all_sessions()

@@ -13,6 +13,8 @@
 //! A world line is not a file: in kimi-cli it is one rotated context file,
 //! in Kimi Code a branch inside one append-only `wire.jsonl`.
 
+pub mod claude_code;
+pub mod codex;
 pub mod follow;
 pub mod kimi_cli;
 pub mod kimi_code;
@@ -36,6 +38,16 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::model::Warning;
 use crate::read::FileIndex;
+
+/// The last second of year 9999: a time past it (or before 1970, or not
+/// finite) in a session file is not a time, and is treated as unknown
+/// rather than printed as year 292277026596.
+pub const LATEST_UNIX_SECS: f64 = 253_402_300_799.0;
+
+/// `secs` if it is a plausible Unix time (1970 to 9999), else `None`.
+pub fn plausible_time(secs: f64) -> Option<f64> {
+    (secs.is_finite() && (0.0..=LATEST_UNIX_SECS).contains(&secs)).then_some(secs)
+}
 
 /// Reads the session at `path` with the source whose format it is.
 pub fn parts(path: &Path) -> Result<SessionParts> {

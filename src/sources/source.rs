@@ -36,8 +36,9 @@ pub trait Source: Sync {
     /// (`FileIndex::path`). A line that changed on disk is an error.
     fn load_body(&self, path: &Path, meta: &RecordMeta) -> Result<Body>;
 
-    /// The first `max` bytes of one record's line, raw (a preview of a
-    /// record too big to parse on a keypress).
+    /// The first `max` bytes of a record's line, raw (a preview of a record
+    /// too big to parse). Sources whose index offsets are not plain byte
+    /// offsets into `path` (compressed or multi-file) override it.
     fn load_line_head(&self, path: &Path, meta: &RecordMeta, max: usize) -> Result<Vec<u8>> {
         crate::read::load_line_head(path, meta, max)
     }
@@ -117,7 +118,9 @@ pub enum ReplayStyle {
 /// last: its oldest layouts are bare `<id>.jsonl` files.
 pub static SOURCES: &[&dyn Source] = &[
     &super::kimi_code::KimiCode,
+    &super::claude_code::ClaudeCode,
     &super::pi::Pi,
+    &super::codex::Codex,
     &super::kimi_cli::KimiCli,
 ];
 

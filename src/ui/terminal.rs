@@ -1,7 +1,9 @@
 //! Entering and leaving the full-screen terminal. Restoring happens on every
 //! exit path: normal quit and errors (the guard's Drop), panics (the hook
 //! restores before the message prints), Ctrl-C (a key in raw mode) and
-//! SIGTERM/SIGHUP/SIGINT (a flag the input thread turns into a quit).
+//! SIGTERM/SIGHUP/SIGINT/SIGQUIT/SIGUSR1/SIGUSR2/SIGALRM (a flag the input
+//! thread turns into a quit: their default action would end the process
+//! with the alternate screen and the mouse still on).
 
 use std::io::{self, Stdout};
 use std::sync::atomic::AtomicBool;
@@ -54,13 +56,19 @@ pub fn restore() {
     let _ = disable_raw_mode();
 }
 
-/// A flag set by SIGTERM, SIGHUP or SIGINT.
+/// A flag set by any signal whose default action ends the process and
+/// that can be caught (SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2,
+/// SIGALRM).
 pub fn signal_flag() -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
         signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGQUIT,
+        signal_hook::consts::SIGUSR1,
+        signal_hook::consts::SIGUSR2,
+        signal_hook::consts::SIGALRM,
     ] {
         // Without the handler the default action still ends the process;
         // only the restore would be missed.

@@ -187,8 +187,10 @@ pub fn current_name(names: &[&str]) -> Option<String> {
 }
 
 /// Order of a family's files: `_1 … _N`, then the current file.
-pub fn family_order(rotation: Option<u64>) -> u64 {
-    rotation.unwrap_or(u64::MAX)
+pub fn family_order(rotation: Option<u64>) -> u128 {
+    // Past every u64: `context_18446744073709551615.jsonl` is an old world
+    // line like any other, never mistaken for the current file.
+    rotation.map_or(u128::from(u64::MAX) + 1, u128::from)
 }
 
 /// Which of a family's files (sorted by [`family_order`]) are world lines.
@@ -343,10 +345,11 @@ pub fn subagents_checked(layout: &Layout) -> (Vec<AgentSpec>, Vec<PathBuf>, Vec<
     let stem = layout.stem();
     // `<stem>_sub_N.jsonl` / `<stem>_sub_N_M.jsonl` beside the main family.
     let sub_prefix = format!("{stem}_sub_");
-    let mut numbers: Vec<u64> = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(folder) {
-        for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
+    // A set: 20 000 numbered subagents must not be 4·10^8 comparisons.
+    let mut numbers: std::collections::BTreeSet<u64> = std::collections::BTreeSet::new();
+    if let Ok(listing) = super::listing::list(folder) {
+        for e in listing.like(stem) {
+            let name = &e.name;
             let Some(rest) = name.strip_prefix(&sub_prefix) else {
                 continue;
             };
@@ -355,14 +358,11 @@ pub fn subagents_checked(layout: &Layout) -> (Vec<AgentSpec>, Vec<PathBuf>, Vec<
             };
             let n = rest.split_once('_').map_or(rest, |(n, _)| n);
             if let Ok(n) = n.parse::<u64>() {
-                if !numbers.contains(&n) {
-                    numbers.push(n);
-                }
+                numbers.insert(n);
             }
         }
     }
-    numbers.sort_unstable();
-    for (i, n) in numbers.iter().enumerate() {
+    for n in &numbers {
         out.push(AgentSpec {
             dir: folder.to_path_buf(),
             stem: format!("{sub_prefix}{n}"),
@@ -372,7 +372,9 @@ pub fn subagents_checked(layout: &Layout) -> (Vec<AgentSpec>, Vec<PathBuf>, Vec<
                 agent_id: format!("sub_{n}"),
                 ..SubagentMeta::default()
             }),
-            link: ParentLink::Nth(i),
+            // `sub_N` is the N-th (1-based) Task/Agent call, whatever
+            // numbers are missing beside it: linked by N, not by position.
+            link: ParentLink::Nth(usize::try_from(n.saturating_sub(1)).unwrap_or(usize::MAX)),
             order: SubOrder::Numbered(*n),
         });
     }

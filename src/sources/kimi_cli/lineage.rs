@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::layout::{self, Layout};
-use super::{family_files, is_session, meta};
+use super::{family_files, is_session};
 use crate::model::shared_prefix;
 use crate::read::{self, FileIndex};
 use crate::sources::{Lineage, LinkKind, SessionLink};
@@ -41,16 +41,24 @@ fn siblings(me: &Path) -> Vec<Sibling> {
     let Some(folder) = me.parent() else {
         return Vec::new();
     };
-    let Ok(entries) = std::fs::read_dir(folder) else {
+    let Ok(listing) = super::listing::list(folder) else {
         return Vec::new();
     };
-    entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p != me && p.is_dir())
+    listing
+        .all
+        .iter()
+        // The listing's file type first: a stat per sibling per session
+        // would be quadratic again; a symlink is followed as before.
+        .filter(|e| match e.file_type {
+            Some(t) if t.is_symlink() => e.path.is_dir(),
+            Some(t) => t.is_dir(),
+            None => false,
+        })
+        .map(|e| e.path.clone())
+        .filter(|p| p != me)
         .map(|p| Sibling {
             id: layout::file_name(&p),
-            title: meta::title(&p.join(layout::STATE)),
+            title: super::listing::title(&p),
             path: p,
         })
         .collect()
@@ -126,10 +134,21 @@ pub fn source_of(path: &Path) -> Option<SessionLink> {
     if !path.is_dir() {
         return None;
     }
-    let title = meta::title(&path.join(layout::STATE))?;
+    let title = super::listing::title(path)?;
     let (kind, source_title) = parse_title(&title)?;
     let copy = main_files(path).into_iter().next()?;
-    source_among(path, kind, source_title, &copy, siblings(path), None)
+    // Only the siblings titled like the source can be it.
+    let folder = path.parent()?;
+    let sibs = super::listing::dirs_titled(folder, source_title)
+        .into_iter()
+        .filter(|p| p != path)
+        .map(|p| Sibling {
+            id: layout::file_name(&p),
+            title: Some(source_title.to_string()),
+            path: p,
+        })
+        .collect();
+    source_among(path, kind, source_title, &copy, sibs, None)
 }
 
 /// The source of `me` among `siblings` titled `source_title`; `known` is

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::forks::Forks;
 use super::layout::{self, AgentSpec, Layout, MetaSource};
+use super::wire;
 use super::{lineage, meta};
 use crate::model::shared_prefix;
 use crate::read::{FileId, Follow, Sink, Tail, TailChange};
@@ -32,11 +33,15 @@ fn stamp(path: &Path) -> Option<Stamp> {
     Some((m.len(), m.modified().ok(), m.ino()))
 }
 
-/// Feeds complete wire lines to a `WireLog`.
+/// Feeds complete wire lines to a `WireLog`. An unfinished line is held
+/// only up to `MAX_WIRE_LINE` bytes, as when the wire is read whole: a
+/// 1 GB line being written costs 4 MiB, not 1 GB.
 #[derive(Debug, Clone, Default)]
 struct WireSink {
     log: WireLog,
     pending: Vec<u8>,
+    /// `pending` was cut at the cap.
+    cut: bool,
 }
 
 impl Sink for WireSink {
@@ -44,17 +49,17 @@ impl Sink for WireSink {
         let mut n = 0;
         let mut start = 0;
         for nl in memchr::memchr_iter(b'\n', chunk) {
-            if self.pending.is_empty() {
+            if self.pending.is_empty() && !self.cut {
                 self.log.push_line(&chunk[start..nl]);
             } else {
-                self.pending.extend_from_slice(&chunk[start..nl]);
+                wire::keep(&mut self.pending, &mut self.cut, &chunk[start..nl]);
                 let line = std::mem::take(&mut self.pending);
-                self.log.push_line(&line);
+                self.log.push_kept(&line, std::mem::take(&mut self.cut));
             }
             n += 1;
             start = nl + 1;
         }
-        self.pending.extend_from_slice(&chunk[start..]);
+        wire::keep(&mut self.pending, &mut self.cut, &chunk[start..]);
         n
     }
 

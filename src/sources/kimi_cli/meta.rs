@@ -47,7 +47,7 @@ pub fn subagent_meta(meta_json: &Path) -> SubagentMeta {
 /// cannot be.
 pub fn subagent_meta_checked(meta_json: &Path) -> (SubagentMeta, Option<String>) {
     let agent_id = meta_json.parent().map(file_name).unwrap_or_default();
-    let (doc, problem) = match guard::read_json(meta_json, guard::META_JSON_CAP) {
+    let (doc, problem) = match guard::read_json_nofollow(meta_json, guard::META_JSON_CAP) {
         Ok(v) => (v.unwrap_or_default(), None),
         Err(why) => (serde_json::Value::Null, Some(why)),
     };

@@ -7,6 +7,7 @@
 pub mod forks;
 pub mod layout;
 pub mod lineage;
+pub mod listing;
 pub mod live;
 pub mod meta;
 pub mod share;
@@ -52,7 +53,7 @@ pub struct Skipped {
 /// names that are not regular files (a directory, FIFO, socket or symlink,
 /// which is not followed).
 pub fn family_files_checked(dir: &Path, stem: &str) -> Result<(Vec<ContextFile>, Vec<Skipped>)> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    let listing = listing::list(dir).map_err(|e| Error::io(dir, e))?;
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     let mut skip = |name: &str, why: String| {
@@ -61,15 +62,17 @@ pub fn family_files_checked(dir: &Path, stem: &str) -> Result<(Vec<ContextFile>,
             why,
         })
     };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
+    // Only the names that can be this family's (a flat folder holds
+    // thousands of other sessions' files).
+    for entry in listing.family(stem) {
+        let name = entry.name.clone();
         let Some(rotation) = layout::rotation_of(&name, stem) else {
             if let Some(why) = layout::near_miss(&name, stem) {
                 skip(&name, why);
             }
             continue;
         };
-        let Ok(ft) = entry.file_type() else { continue };
+        let Some(ft) = entry.file_type else { continue };
         if !ft.is_file() {
             let kind = if ft.is_symlink() {
                 "a symbolic link (not followed)"
@@ -81,10 +84,12 @@ pub fn family_files_checked(dir: &Path, stem: &str) -> Result<(Vec<ContextFile>,
             skip(&name, format!("is {kind}; not read as a world line"));
             continue;
         }
-        let Ok(meta) = entry.metadata() else { continue };
+        let Some(meta) = &entry.metadata else {
+            continue;
+        };
         files.push(ContextFile {
             name,
-            path: entry.path(),
+            path: entry.path.clone(),
             rotation,
             len: meta.len(),
         });
@@ -251,6 +256,12 @@ fn wire_unread(path: &Path) -> std::result::Result<Option<WireLog>, String> {
 /// its real id and an absolute directory. The wire is read only when
 /// `reading` asks for times.
 pub fn parts(path: &Path, reading: Reading) -> Result<SessionParts> {
+    // The folder is listed once for every agent (20 000 numbered
+    // subagents each asking for their files would list it 20 000 times).
+    listing::cached(|| parts_uncached(path, reading))
+}
+
+fn parts_uncached(path: &Path, reading: Reading) -> Result<SessionParts> {
     let path = &absolute_session_path(path);
     let layout = Layout::of(path);
     let mut main = read_agent(&layout.main(), reading)?;

@@ -11,7 +11,7 @@ use md5::{Digest, Md5};
 use serde::Serialize;
 
 use super::layout::{self, file_name, flat_name, flat_path, Layout};
-use super::{family_files, is_session, lineage, meta};
+use super::{family_files, is_session, lineage, listing, meta};
 use crate::error::{Error, Result};
 use crate::model::Warning;
 use crate::read::guard;
@@ -141,14 +141,17 @@ fn resolve_default(loc: &Locator) -> Result<PathBuf> {
 
 /// Flat (0.35–0.58) sessions in a work-dir folder, by their main file path.
 fn flat_sessions_in(folder: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(folder) else {
+    let Ok(listing) = listing::list(folder) else {
         return Vec::new();
     };
     let mut sids: Vec<String> = Vec::new();
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(f) = flat_name(&name) else { continue };
-        if f.sub.is_none() && !sids.iter().any(|s| s == f.sid) && e.path().is_file() {
+    let mut seen = std::collections::HashSet::new();
+    for e in &listing.all {
+        let Some(f) = flat_name(&e.name) else {
+            continue;
+        };
+        if f.sub.is_none() && !seen.contains(f.sid) && e.path.is_file() {
+            seen.insert(f.sid.to_string());
             sids.push(f.sid.to_string());
         }
     }
@@ -187,38 +190,50 @@ pub fn session_dirs(sessions_root: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The session's own files (a flat session shares its folder).
-fn own_entries(path: &Path) -> Vec<std::fs::DirEntry> {
+/// The session's own files (a flat session shares its folder): their
+/// paths and `lstat`s.
+fn own_entries(path: &Path) -> Vec<(PathBuf, std::fs::Metadata)> {
     let l = Layout::of(path);
-    let Ok(entries) = std::fs::read_dir(l.folder()) else {
+    let Ok(listing) = listing::list(l.folder()) else {
         return Vec::new();
     };
-    entries
-        .flatten()
-        .filter(|e| l.owns(&e.file_name().to_string_lossy()))
-        .collect()
+    let take = |e: &listing::Entry| Some((e.path.clone(), e.metadata.clone()?));
+    match &l {
+        Layout::Dir { .. } => listing.all.iter().filter_map(take).collect(),
+        Layout::Flat { .. } => listing
+            .like(l.stem())
+            .filter(|e| l.owns(&e.name))
+            .filter_map(take)
+            .collect(),
+    }
 }
 
 /// Last change to any of the session's files.
 pub fn modified(path: &Path) -> SystemTime {
     own_entries(path)
         .iter()
-        .filter_map(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .filter_map(|(_, m)| m.modified().ok())
         .max()
         .unwrap_or(UNIX_EPOCH)
 }
 
-fn size_of(entries: Vec<std::fs::DirEntry>) -> u64 {
+fn size_of(entries: Vec<(PathBuf, std::fs::Metadata)>) -> u64 {
     entries
         .iter()
-        .map(|e| match e.metadata() {
-            Ok(m) if m.is_dir() => size_of(
-                std::fs::read_dir(e.path())
-                    .map(|r| r.flatten().collect())
-                    .unwrap_or_default(),
-            ),
-            Ok(m) => m.len(),
-            Err(_) => 0,
+        .map(|(p, m)| {
+            if m.is_dir() {
+                size_of(
+                    std::fs::read_dir(p)
+                        .map(|r| {
+                            r.flatten()
+                                .filter_map(|e| Some((e.path(), e.metadata().ok()?)))
+                                .collect()
+                        })
+                        .unwrap_or_default(),
+                )
+            } else {
+                m.len()
+            }
         })
         .sum()
 }
@@ -351,6 +366,11 @@ pub fn list(loc: &Locator, all: bool) -> Vec<SessionSummary> {
 /// [`list`], and warnings for the side files (`kimi.json`, a session's
 /// `state.json`) that exist but could not be read.
 pub fn list_checked(loc: &Locator, all: bool) -> (Vec<SessionSummary>, Vec<Warning>) {
+    // Each folder listed once for the whole listing (see `listing`).
+    listing::cached(|| list_uncached(loc, all))
+}
+
+fn list_uncached(loc: &Locator, all: bool) -> (Vec<SessionSummary>, Vec<Warning>) {
     let dirs = if all {
         session_dirs(&loc.sessions_root())
     } else {

@@ -72,7 +72,7 @@ impl WireLog {
         Ok(Some(log))
     }
 
-    fn push_kept(&mut self, line: &[u8], cut: bool) {
+    pub fn push_kept(&mut self, line: &[u8], cut: bool) {
         if cut {
             self.push_long_line(line);
         } else {
@@ -167,7 +167,11 @@ impl WireLog {
                 .map(str::to_string);
             return;
         }
-        let Some(ts) = v.get("timestamp").and_then(Value::as_f64) else {
+        let Some(ts) = v
+            .get("timestamp")
+            .and_then(Value::as_f64)
+            .and_then(crate::sources::plausible_time)
+        else {
             return;
         };
         let Some(msg) = v.get("message") else { return };
@@ -191,7 +195,7 @@ impl WireLog {
 }
 
 /// Appends `piece` to a line being held, up to [`MAX_WIRE_LINE`] bytes.
-fn keep(line: &mut Vec<u8>, cut: &mut bool, piece: &[u8]) {
+pub fn keep(line: &mut Vec<u8>, cut: &mut bool, piece: &[u8]) {
     let room = MAX_WIRE_LINE.saturating_sub(line.len());
     *cut |= piece.len() > room;
     line.extend_from_slice(&piece[..piece.len().min(room)]);

@@ -100,3 +100,24 @@ fn the_fork_source_lists_its_fork() {
     assert_eq!(forks[0].line, Some(80));
     assert!(src.forked_from().is_none());
 }
+
+#[test]
+fn view_lengths_match_the_views_of_every_fixture() {
+    for case in cases() {
+        let sessions = case.join("home/sessions");
+        for bucket in std::fs::read_dir(&sessions).unwrap().flatten() {
+            for dir in std::fs::read_dir(bucket.path()).unwrap().flatten() {
+                let Ok(s) = CodeSession::read(&dir.path()) else {
+                    continue;
+                };
+                for a in &s.agents {
+                    let lens = super::records::view_lengths(&a.wire, &a.tree);
+                    for (b, n) in lens.iter().enumerate() {
+                        let (ix, _) = super::records::branch_index(&a.wire, &a.tree, b);
+                        assert_eq!(ix.records.len(), *n, "{:?} {} {b}", dir.path(), a.id);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::read::guard;
+
 /// A Kimi Code data home.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Home {
@@ -40,10 +42,14 @@ impl Home {
     /// `session_index.jsonl`, last line per session winning; lines that
     /// aren't entries are skipped.
     pub fn index(&self) -> Vec<IndexEntry> {
-        let Ok(text) = std::fs::read(self.dir.join("session_index.jsonl")) else {
+        let Ok(text) =
+            guard::read_capped_nofollow(&self.dir.join("session_index.jsonl"), guard::INDEX_CAP)
+        else {
             return Vec::new();
         };
-        let mut out: Vec<IndexEntry> = Vec::new();
+        // Last line per id wins: a map of positions keeps it linear.
+        let mut out: Vec<Option<IndexEntry>> = Vec::new();
+        let mut at: HashMap<String, usize> = HashMap::new();
         for line in text.split(|&b| b == b'\n') {
             let Ok(v) = serde_json::from_slice::<Value>(line) else {
                 continue;
@@ -55,23 +61,38 @@ impl Home {
                 dir: s("sessionDir").map(PathBuf::from),
                 work_dir: s("workDir"),
             };
-            out.retain(|e| e.id != entry.id);
-            out.push(entry);
+            if let Some(old) = at.insert(entry.id.clone(), out.len()) {
+                out[old] = None;
+            }
+            out.push(Some(entry));
         }
-        out
+        out.into_iter().flatten().collect()
     }
 
     /// Session directories of one work dir: its bucket, plus those the index
     /// files under it (a moved home keeps its old bucket names).
     pub fn sessions_of(&self, work_dir: &str) -> Vec<PathBuf> {
         let mut dirs = sessions_in(&self.bucket(work_dir));
+        let mut seen: std::collections::HashSet<PathBuf> = dirs.iter().cloned().collect();
         let index = self.index();
+        // The buckets, listed once: an index of 100 000 lines must not
+        // list the sessions root 100 000 times.
+        let buckets: Vec<PathBuf> = std::fs::read_dir(self.sessions_root())
+            .map(|r| r.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
         for e in index
             .iter()
             .filter(|e| e.work_dir.as_deref() == Some(work_dir))
         {
-            if let Some(d) = self.find(&e.id) {
-                if !dirs.contains(&d) {
+            if e.id.is_empty() || e.id.contains('/') {
+                continue;
+            }
+            if let Some(d) = buckets
+                .iter()
+                .map(|b| b.join(&e.id))
+                .find(|p| is_session_dir(p))
+            {
+                if seen.insert(d.clone()) {
                     dirs.push(d);
                 }
             }
@@ -109,6 +130,31 @@ impl Home {
             .find(|p| is_session_dir(p))
     }
 
+    /// Why `session_index.jsonl` or `workspaces.json` exist but are not
+    /// read (a FIFO, a device, a symlink, over the cap): warnings for `list`.
+    pub fn side_warnings(&self) -> Vec<crate::model::Warning> {
+        [
+            ("session_index.jsonl", guard::INDEX_CAP),
+            ("workspaces.json", guard::STATE_JSON_CAP),
+        ]
+        .into_iter()
+        .filter_map(|(name, cap)| {
+            let path = self.dir.join(name);
+            let why = match guard::open_regular_nofollow(&path) {
+                Ok(g) if g.len > cap => guard::GuardError::TooBig { len: g.len, cap },
+                Ok(_) => return None,
+                Err(e) if e.is_not_found() => return None,
+                Err(e) => e,
+            };
+            Some(crate::model::Warning {
+                file: path.to_string_lossy().into_owned(),
+                line: 0,
+                message: why.to_string(),
+            })
+        })
+        .collect()
+    }
+
     /// Work dirs by bucket name, from the index and `workspaces.json`.
     pub fn work_dirs(&self) -> HashMap<String, String> {
         let mut map = HashMap::new();
@@ -120,9 +166,8 @@ impl Home {
                 map.insert(bucket.to_string_lossy().into_owned(), wd);
             }
         }
-        if let Some(ws) = std::fs::read(self.dir.join("workspaces.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        if let Ok(Some(ws)) =
+            guard::read_json_nofollow(&self.dir.join("workspaces.json"), guard::STATE_JSON_CAP)
         {
             for (key, w) in ws
                 .get("workspaces")
@@ -227,9 +272,11 @@ pub fn count_branches(wire: &Path) -> usize {
     use std::io::Read;
     const EDGE: &[u8] = b"\"type\":\"agent.switched\"";
     const UNDO: &[u8] = b"\"type\":\"context.undo\"";
-    let Ok(mut f) = std::fs::File::open(wire) else {
+    let Ok(guard::Guarded { file: f, len }) = guard::open_regular(wire) else {
         return 0;
     };
+    // Read as it was when opened: a wire growing meanwhile can't hold us.
+    let mut f = f.take(len);
     let (mut edges, mut undos) = (0, 0);
     let mut buf = vec![0u8; 1 << 20];
     let mut carry: Vec<u8> = Vec::new();

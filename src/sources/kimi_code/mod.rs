@@ -240,14 +240,31 @@ pub fn summarize(
     dir: &Path,
     work_dirs: &std::collections::HashMap<String, String>,
 ) -> crate::sources::SessionSummary {
+    summarize_checked(dir, work_dirs).0
+}
+
+/// [`summarize`], with a warning for a `state.json` that exists but was
+/// not read (a FIFO, a device, a symlink, too big, not JSON).
+pub fn summarize_checked(
+    dir: &Path,
+    work_dirs: &std::collections::HashMap<String, String>,
+) -> (
+    crate::sources::SessionSummary,
+    Option<crate::model::Warning>,
+) {
     let state = SessionState::read(dir);
+    let warning = state.problem.clone().map(|message| crate::model::Warning {
+        file: dir.join("state.json").to_string_lossy().into_owned(),
+        line: 0,
+        message,
+    });
     let name = |p: &Path| {
         p.file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
     let bucket = dir.parent().map(name).unwrap_or_default();
-    crate::sources::SessionSummary {
+    let row = crate::sources::SessionSummary {
         id: name(dir),
         tool: "kimi-code",
         dir: dir.to_path_buf(),
@@ -262,7 +279,8 @@ pub fn summarize(
         size: dir_size(dir),
         forked_from: state.forked_from.clone(),
         fork_kind: state.forked_from.as_ref().map(|_| "fork".to_string()),
-    }
+    };
+    (row, warning)
 }
 
 fn dir_size(dir: &Path) -> u64 {

@@ -5,7 +5,7 @@
 //! compactions and folded undos as marks; subagents linked by the parent's
 //! tool call id; `/fork` lineage.
 
-use super::{records, AgentWire, CodeSession, ForkLink};
+use super::{records, AgentWire, CodeSession, ForkLink, WireTree};
 use crate::sources::{
     AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
     SessionParts, StatedFork, SubagentMeta, Tool,
@@ -64,23 +64,110 @@ fn records_upto(a: &AgentWire, line: u32) -> (usize, usize) {
     )
 }
 
+/// Records all branch views of one agent may hold together. Each view is
+/// a contiguous list (the world-line builder indexes records by position),
+/// so a view repeats its base's records: 10 000 undo branches of a 10 000-
+/// prompt wire would be 10^8 records (GBs). Past this, the newest branches
+/// that fit are shown (always `main` and the current one) and a warning
+/// says how many were left out. 2 M records are ~110 MB with their times.
+/// Each branch also counts as [`BRANCH_WEIGHT`] records: a world line costs
+/// some KB beyond its records (index, graph node, row), so 100 000 tiny
+/// branches are bounded too.
+pub const MAX_VIEW_RECORDS: usize = 2_000_000;
+/// What one branch costs beside its records, in records (~8 KB).
+pub const BRANCH_WEIGHT: usize = 200;
+
+/// Which branches to build: all when their views fit [`MAX_VIEW_RECORDS`],
+/// else `main`, the current branch, then the newest that still fit.
+fn branches_to_build(t: &WireTree, lens: &[usize], budget: usize) -> Vec<bool> {
+    let n = t.branches.len();
+    let cost = |b: usize| lens[b].saturating_add(BRANCH_WEIGHT);
+    if (0..n).map(cost).fold(0usize, usize::saturating_add) <= budget {
+        return vec![true; n];
+    }
+    let mut keep = vec![false; n];
+    let mut used = 0usize;
+    for b in [0, t.active] {
+        if b < n && !keep[b] {
+            keep[b] = true;
+            used += cost(b);
+        }
+    }
+    for b in (0..n).rev() {
+        if !keep[b] && used.saturating_add(cost(b)) <= budget {
+            keep[b] = true;
+            used += cost(b);
+        }
+    }
+    keep
+}
+
+/// The nearest kept ancestor of branch `b`, and the last line `b`'s view
+/// shares with it (the lowest fork line on the way up).
+fn kept_base(t: &WireTree, keep: &[bool], b: usize) -> Option<(usize, u32)> {
+    let (mut p, mut line) = (t.branches[b].parent?, t.branches[b].fork_line?);
+    let mut at = b;
+    for _ in 0..t.branches.len() {
+        if p >= at {
+            return None;
+        }
+        if keep[p] {
+            return Some((p, line));
+        }
+        at = p;
+        line = line.min(t.branches[p].fork_line?);
+        p = t.branches[p].parent?;
+    }
+    None
+}
+
 fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
+    agent_parts_within(cs, ai, a, MAX_VIEW_RECORDS)
+}
+
+fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize) -> AgentParts {
     let t = &a.tree;
-    let mut files = Vec::with_capacity(t.branches.len());
-    let mut forks = Vec::with_capacity(t.branches.len());
-    let mut lines = Vec::with_capacity(t.branches.len());
-    let mut times = Vec::with_capacity(t.branches.len());
+    let lens = records::view_lengths(&a.wire, t);
+    let keep = branches_to_build(t, &lens, budget);
+    // Old branch index → world line index.
+    let mut index = vec![None; t.branches.len()];
+    let mut kept = 0;
+    for (b, k) in keep.iter().enumerate() {
+        if *k {
+            index[b] = Some(kept);
+            kept += 1;
+        }
+    }
+    // A branch left out is shown by its nearest kept ancestor.
+    let shown = |b: usize| -> Option<usize> {
+        let mut b = b;
+        for _ in 0..=t.branches.len() {
+            if let Some(i) = index.get(b).copied().flatten() {
+                return Some(i);
+            }
+            b = t.branches.get(b)?.parent.filter(|&p| p < b)?;
+        }
+        None
+    };
+    let mut files: Vec<crate::read::FileIndex> = Vec::with_capacity(kept);
+    let mut forks = Vec::with_capacity(kept);
+    let mut lines = Vec::with_capacity(kept);
+    let mut times = Vec::with_capacity(kept);
     for (bi, b) in t.branches.iter().enumerate() {
+        if !keep[bi] {
+            continue;
+        }
         let (file, when) = records::branch_index(&a.wire, t, bi);
         // The base's records up to the fork line: a prefix of both views.
-        let fork = match (b.parent, b.fork_line) {
-            (Some(p), Some(fl)) => {
-                let shared = files.get(p).map_or(0, |pf: &crate::read::FileIndex| {
-                    pf.records.iter().take_while(|r| r.line() <= fl).count()
-                });
+        let fork = match kept_base(t, &keep, bi) {
+            Some((p, fl)) => {
+                let p = index[p].unwrap_or(0);
+                let shared = files
+                    .get(p)
+                    .map_or(0, |pf| pf.records.partition_point(|r| r.line() <= fl));
                 LineFork::Explicit { parent: p, shared }
             }
-            _ => LineFork::Root,
+            None => LineFork::Root,
         };
         lines.push(LineInfo {
             // Branch names come from the file: never raw on a terminal.
@@ -95,7 +182,11 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
                 line: b.fork_line,
                 turns: b.turns,
                 inferred: b.inferred,
-                origin: b.fork_line.and_then(|l| t.owner_of(l)).or(Some(p)),
+                origin: b
+                    .fork_line
+                    .and_then(|l| t.owner_of(l))
+                    .or(Some(p))
+                    .and_then(shown),
             }),
             ..LineInfo::default()
         });
@@ -103,6 +194,18 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
         forks.push(fork);
         times.push(when);
     }
+    let left_out = t.branches.len() - kept;
+    let budget_warning = (left_out > 0).then(|| crate::model::Warning {
+        file: a.wire.name.clone(),
+        line: 0,
+        message: format!(
+            "{left_out} of {} branches not shown: their views would hold {} records together \
+             (each view repeats its base's records), over the {budget} kept per agent \
+             (main, the current branch and the newest that fit are shown)",
+            t.branches.len(),
+            lens.iter().sum::<usize>()
+        ),
+    });
     let link = (ai > 0).then(|| cs.spawn_link(&a.id)).flatten();
     let meta = (ai > 0).then(|| SubagentMeta {
         agent_id: a.id.clone(),
@@ -133,21 +236,124 @@ fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
             .and_then(|l| l.tool_call_id.clone())
             .map_or(ParentLink::None, ParentLink::ToolCallId),
         lines,
-        current: Some(t.active),
+        current: index[t.active],
         compactions: t
             .compactions
             .iter()
-            .map(|m| mark(m.branch, m.line, None))
+            .filter_map(|m| Some(mark(index[m.branch]?, m.line, None)))
             .collect(),
         folded_undos: t
             .folded_undos
             .iter()
-            .map(|f| mark(f.branch, f.line, Some(f.count)))
+            .filter_map(|f| Some(mark(index[f.branch]?, f.line, Some(f.count))))
             .collect(),
         parent_line: link.and_then(|l| l.line),
         times,
-        // The wire's, once: every branch is a view of the same file.
-        warnings: a.wire.warnings.clone(),
+        // The wire's, once: every branch is a view of the same file; the
+        // main agent's also say why `state.json` was not read.
+        warnings: a
+            .wire
+            .warnings
+            .iter()
+            .cloned()
+            .chain(budget_warning)
+            .chain(
+                (ai == 0)
+                    .then(|| cs.state.problem.clone())
+                    .flatten()
+                    .map(|why| crate::model::Warning {
+                        file: "state.json".to_string(),
+                        line: 0,
+                        message: why,
+                    }),
+            )
+            .collect(),
         labels: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sources::kimi_code::{AgentWire, SessionState, WireIndex};
+
+    /// `rounds` of: two prompts, then an undo edge of the last one (each
+    /// branch's view one prompt longer than its base's).
+    pub(crate) fn undo_wire(rounds: usize) -> String {
+        let mut lines = vec![r#"{"type":"metadata","protocol_version":"1.5"}"#.to_string()];
+        let user = |i: usize| {
+            format!(
+                r#"{{"type":"context.append_message","message":{{"role":"user","content":[{{"type":"text","text":"p{i}"}}],"origin":{{"kind":"user"}}}}}}"#
+            )
+        };
+        let mut active = "main".to_string();
+        for i in 0..rounds {
+            lines.push(user(2 * i));
+            lines.push(user(2 * i + 1));
+            let at = lines.len() + 1;
+            lines.push(format!(
+                r#"{{"type":"agent.switched","branch":"b{n}","reason":"undo","base":{{"branch":"{active}","line":{base}}},"turns":1,"legacyUndoLine":{u}}}"#,
+                n = i + 1,
+                base = at - 2,
+                u = at + 1
+            ));
+            lines.push(r#"{"type":"context.undo","count":1}"#.to_string());
+            active = format!("b{}", i + 1);
+        }
+        lines.join("\n") + "\n"
+    }
+
+    fn session(wire: &str) -> CodeSession {
+        let w = WireIndex::parse("agents/main/wire.jsonl", "/x".as_ref(), wire.as_bytes());
+        let a = AgentWire::from_wire("main", "/x/agents/main".into(), w);
+        CodeSession::from_parts("/x".as_ref(), SessionState::default(), vec![a])
+    }
+
+    #[test]
+    fn view_lengths_are_the_views_built() {
+        let cs = session(&undo_wire(40));
+        let a = &cs.agents[0];
+        let lens = records::view_lengths(&a.wire, &a.tree);
+        assert_eq!(lens.len(), 41);
+        for (b, n) in lens.iter().enumerate() {
+            let (ix, _) = records::branch_index(&a.wire, &a.tree, b);
+            assert_eq!(ix.records.len(), *n, "branch {b}");
+        }
+    }
+
+    #[test]
+    fn over_the_budget_the_newest_branches_are_kept_with_a_warning() {
+        let cs = session(&undo_wire(200));
+        let a = &cs.agents[0];
+        let all = agent_parts_within(&cs, 0, a, usize::MAX);
+        assert_eq!(all.files.len(), 201);
+        assert!(all.warnings.is_empty());
+        let some = agent_parts_within(&cs, 0, a, 5_000);
+        assert!(agent_parts_within(&cs, 0, a, 200 * (BRANCH_WEIGHT + 400))
+            .warnings
+            .is_empty());
+        let n = some.files.len();
+        assert!(n > 2 && n < 201, "{n}");
+        let total: usize = some.files.iter().map(|f| f.records.len()).sum();
+        // main and the current one are kept even if they alone were over.
+        assert!(total <= 5_000 + all.files[200].records.len(), "{total}");
+        assert!(n * BRANCH_WEIGHT <= 5_000 + 2 * BRANCH_WEIGHT, "{n}");
+        assert_eq!(some.lines[0].branch.as_deref(), Some("main"));
+        assert_eq!(some.current, Some(n - 1));
+        assert!(some.warnings[0]
+            .message
+            .contains(&format!("{} of 201 branches not shown", 201 - n)));
+        // Every kept branch shares a real prefix with the parent it names.
+        for (i, f) in some.forks.iter().enumerate() {
+            if let LineFork::Explicit { parent, shared } = *f {
+                assert!(parent < i);
+                assert_eq!(
+                    some.files[i].records[..shared],
+                    some.files[parent].records[..shared],
+                    "line {i}"
+                );
+                assert!(shared > 0);
+            }
+        }
     }
 }

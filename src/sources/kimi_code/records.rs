@@ -58,25 +58,20 @@ pub fn record_meta(e: &Entry) -> Option<RecordMeta> {
 }
 
 /// The records a branch sees, in wire order, as one index, with each
-/// record's time (Unix seconds) where its line has one.
+/// record's time (Unix seconds) where its line has one. Entries are found
+/// per chain range by binary search (entries are in line order), so a
+/// branch costs its own view, not a pass over the whole wire.
 pub fn branch_index(wire: &WireIndex, tree: &WireTree, b: usize) -> (FileIndex, Vec<Option<f64>>) {
     let chain = tree.chain(b);
     let mut records = Vec::new();
     let mut times = Vec::new();
-    let mut k = 0;
-    for e in &wire.entries {
-        while k < chain.len() && chain[k].1 < e.line {
-            k += 1;
-        }
-        if k == chain.len() {
-            break;
-        }
-        if chain[k].0 > e.line {
-            continue;
-        }
-        if let Some(meta) = record_meta(e) {
-            records.push(meta);
-            times.push(e.time.map(|ms| ms / 1000.0));
+    for (a, z) in chain {
+        let from = wire.entries.partition_point(|e| e.line < a);
+        for e in wire.entries[from..].iter().take_while(|e| e.line <= z) {
+            if let Some(meta) = record_meta(e) {
+                records.push(meta);
+                times.push(e.time.map(|ms| ms / 1000.0));
+            }
         }
     }
     let index = FileIndex {
@@ -88,6 +83,72 @@ pub fn branch_index(wire: &WireIndex, tree: &WireTree, b: usize) -> (FileIndex, 
         bytes: wire.bytes,
     };
     (index, times)
+}
+
+/// How many records each branch's view holds, without building the
+/// views: a branch's count is its base's records up to the fork line plus
+/// its own. Linear in branches and segments (times a log), however deep
+/// the chain.
+pub fn view_lengths(wire: &WireIndex, tree: &WireTree) -> Vec<usize> {
+    // Lines of record entries, ascending: records in a..=z by two searches.
+    let lines: Vec<u32> = wire
+        .entries
+        .iter()
+        .filter(|e| record_meta_kind(e))
+        .map(|e| e.line)
+        .collect();
+    let count = |a: u32, z: u32| {
+        if a > z {
+            return 0;
+        }
+        lines.partition_point(|&l| l <= z) - lines.partition_point(|&l| l < a)
+    };
+    let own_upto = |b: usize, upto: u32| -> usize {
+        tree.branches[b]
+            .segments
+            .iter()
+            .map(|&(a, z)| count(a, z.min(upto)))
+            .sum()
+    };
+    let n = tree.branches.len();
+    // Records of a branch's base part (below its fork line).
+    let mut base = vec![0usize; n];
+    let mut out = vec![0usize; n];
+    for b in 0..n {
+        let br = &tree.branches[b];
+        if let (Some(p), Some(fl)) = (br.parent, br.fork_line) {
+            // Records of p's chain up to fl: walk up until an ancestor
+            // whose fork line is at or below fl (its base is then whole).
+            let (mut q, mut total) = (Some(p), 0usize);
+            for _ in 0..n {
+                let Some(c) = q.filter(|&c| c < b) else { break };
+                total += own_upto(c, fl);
+                match tree.branches[c].fork_line {
+                    Some(f) if f <= fl => {
+                        total += base[c];
+                        break;
+                    }
+                    Some(_) => q = tree.branches[c].parent,
+                    None => break,
+                }
+            }
+            base[b] = total;
+        }
+        out[b] = base[b] + own_upto(b, u32::MAX);
+    }
+    out
+}
+
+/// Whether an entry is a record, as [`record_meta`] decides, without
+/// building its index entry.
+fn record_meta_kind(e: &Entry) -> bool {
+    matches!(
+        e.kind,
+        EntryKind::Message { .. }
+            | EntryKind::Step { .. }
+            | EntryKind::ToolResult { .. }
+            | EntryKind::Compaction
+    )
 }
 
 /// Loads a record's body from its wire. A range that changed on disk since

@@ -1,9 +1,12 @@
-//! `state.json` of a Kimi Code session, read leniently: a missing or broken
-//! file means no title and no lineage, never a failure.
+//! `state.json` of a Kimi Code session, read leniently through the guarded
+//! open: a missing or broken file (or a FIFO, a device, a symlink, one over
+//! the cap) means no title and no lineage, never a failure or a hang.
 
 use std::path::Path;
 
 use serde_json::Value;
+
+use crate::read::guard;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AgentState {
@@ -24,15 +27,19 @@ pub struct SessionState {
     pub forked_from: Option<String>,
     /// In the file's order.
     pub agents: Vec<AgentState>,
+    /// Why an existing `state.json` was not read, for a warning.
+    pub problem: Option<String>,
 }
 
 impl SessionState {
     pub fn read(session_dir: &Path) -> SessionState {
-        std::fs::read(session_dir.join("state.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .map(|v| SessionState::from_value(&v))
-            .unwrap_or_default()
+        match guard::read_json_nofollow(&session_dir.join("state.json"), guard::STATE_JSON_CAP) {
+            Ok(v) => v.map(|v| SessionState::from_value(&v)).unwrap_or_default(),
+            Err(why) => SessionState {
+                problem: Some(why),
+                ..SessionState::default()
+            },
+        }
     }
 
     pub fn from_value(v: &Value) -> SessionState {
@@ -62,6 +69,7 @@ impl SessionState {
             cwd: s(v, "cwd"),
             forked_from: s(v, "forkedFrom"),
             agents,
+            problem: None,
         }
     }
 

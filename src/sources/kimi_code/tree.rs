@@ -53,6 +53,9 @@ pub struct WireTree {
     /// `forked` lines: where a `/fork` copied this wire.
     pub forked: Vec<Mark>,
     pub line_count: u32,
+    /// Every segment as (first line, last line, branch), in line order
+    /// (segments are closed in wire order), for [`WireTree::owner_of`].
+    owners: Vec<(u32, u32, usize)>,
 }
 
 impl WireTree {
@@ -64,18 +67,26 @@ impl WireTree {
         merge(out)
     }
 
-    fn chain_into(&self, b: usize, upto: u32, out: &mut Ranges, depth: usize) {
-        let Some(br) = self.branches.get(b) else {
-            return;
-        };
+    /// Walks up from `b` (a loop, not recursion: a chain of 30 000
+    /// branches must not overflow the stack), each ancestor cut at the
+    /// fork line below it.
+    fn chain_into(&self, mut b: usize, mut upto: u32, out: &mut Ranges, _depth: usize) {
         // Parents always come earlier, so this ends; the guard is for odd files.
-        if let (Some(p), Some(fork), true) = (br.parent, br.fork_line, depth < self.branches.len())
-        {
-            self.chain_into(p, fork.min(upto), out, depth + 1);
-        }
-        for &(a, z) in &br.segments {
-            if a <= upto && a <= z {
-                out.push((a, z.min(upto)));
+        for _ in 0..=self.branches.len() {
+            let Some(br) = self.branches.get(b) else {
+                return;
+            };
+            for &(a, z) in &br.segments {
+                if a <= upto && a <= z {
+                    out.push((a, z.min(upto)));
+                }
+            }
+            match (br.parent, br.fork_line) {
+                (Some(p), Some(fork)) if p != b => {
+                    upto = fork.min(upto);
+                    b = p;
+                }
+                _ => return,
             }
         }
     }
@@ -84,11 +95,11 @@ impl WireTree {
         self.branches.iter().position(|b| b.name == name)
     }
 
-    /// The branch whose own segment holds `line`.
+    /// The branch whose own segment holds `line` (a binary search).
     pub fn owner_of(&self, line: u32) -> Option<usize> {
-        self.branches
-            .iter()
-            .position(|b| b.segments.iter().any(|&(a, z)| a <= line && line <= z))
+        let i = self.owners.partition_point(|&(a, _, _)| a <= line);
+        let &(a, z, b) = self.owners.get(i.checked_sub(1)?)?;
+        (a <= line && line <= z).then_some(b)
     }
 }
 
@@ -129,7 +140,11 @@ pub fn build(entries: &[Entry], line_count: u32) -> WireTree {
         folded_undos: Vec::new(),
         forked: Vec::new(),
         line_count,
+        owners: Vec::new(),
     };
+    // Branch by name: a map, so 100 000 edges are not 10^10 comparisons.
+    let mut names: std::collections::HashMap<String, usize> =
+        std::collections::HashMap::from([("main".to_string(), 0)]);
     let mut seg_start = 1u32;
     let mut last_edge: Option<(u32, Option<u32>)> = None;
     for (i, e) in entries.iter().enumerate() {
@@ -144,17 +159,18 @@ pub fn build(entries: &[Entry], line_count: u32) -> WireTree {
                 close(&mut t, seg_start, e.line);
                 last_edge = Some((e.line, *legacy_undo_line));
                 seg_start = e.line + 1;
-                if let Some(existing) = t.branch_by_name(branch) {
+                if let Some(&existing) = names.get(branch) {
                     t.active = existing;
                     continue;
                 }
                 let (parent, fork_line) = match base {
                     Some((name, line)) => (
-                        t.branch_by_name(name).unwrap_or(t.active),
+                        names.get(name).copied().unwrap_or(t.active),
                         (*line).min(e.line.saturating_sub(1)),
                     ),
                     None => (t.active, e.line.saturating_sub(1)),
                 };
+                names.insert(branch.clone(), t.branches.len());
                 t.branches.push(Branch {
                     name: branch.clone(),
                     parent: Some(parent),
@@ -186,8 +202,10 @@ pub fn build(entries: &[Entry], line_count: u32) -> WireTree {
                 let chain = t.chain(t.active);
                 let fork_line = undo_fork_line(&entries[..i], &chain, *count, e.line);
                 let parent = t.owner_of(fork_line).unwrap_or(0);
+                let name = format!("b{}", t.branches.len());
+                names.entry(name.clone()).or_insert(t.branches.len());
                 t.branches.push(Branch {
-                    name: format!("b{}", t.branches.len()),
+                    name,
                     parent: Some(parent),
                     fork_line: Some(fork_line),
                     reason: Some("undo".to_string()),
@@ -217,6 +235,7 @@ pub fn build(entries: &[Entry], line_count: u32) -> WireTree {
 fn close(t: &mut WireTree, start: u32, end: u32) {
     if start < end {
         t.branches[t.active].segments.push((start, end - 1));
+        t.owners.push((start, end - 1, t.active));
     }
 }
 
@@ -225,7 +244,11 @@ fn close(t: &mut WireTree, start: u32, end: u32) {
 /// `count` real user prompts are passed. The fork line is the chain line
 /// before the oldest removed prompt.
 fn undo_fork_line(before: &[Entry], chain: &Ranges, count: u32, undo_line: u32) -> u32 {
-    let on_chain = |l: u32| chain.iter().any(|&(a, z)| a <= l && l <= z);
+    // `chain` is merged and sorted: a binary search per line.
+    let on_chain = |l: u32| {
+        let i = chain.partition_point(|&(a, _)| a <= l);
+        i > 0 && l <= chain[i - 1].1
+    };
     let mut oldest = None;
     let mut passed = 0;
     for e in before.iter().rev().filter(|e| on_chain(e.line)) {

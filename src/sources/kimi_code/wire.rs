@@ -142,7 +142,16 @@ impl WireIndex {
     /// Reads a whole wire file.
     pub fn read(path: &Path, name: &str) -> crate::Result<WireIndex> {
         use std::io::Read;
-        let mut file = std::fs::File::open(path).map_err(|e| crate::Error::io(path, e))?;
+        let g = crate::read::guard::open_regular(path).map_err(|e| match e {
+            crate::read::guard::GuardError::Io(e) => crate::Error::io(path, e),
+            e if e.is_not_found() => crate::Error::NotFound {
+                path: path.to_path_buf(),
+            },
+            e => crate::Error::Other(format!("{}: {e}", path.display())),
+        })?;
+        // Read as it was when opened, so a wire that grows without end
+        // (or a device) can't keep this loop going.
+        let mut file = g.file.take(g.len);
         let mut ix = WireIndex::new(name, path);
         let mut buf = vec![0u8; 1 << 20];
         loop {
@@ -269,7 +278,11 @@ impl WireIndex {
             offset,
             len,
             hash: xxh3_64(line),
-            time: rec.time.as_ref().and_then(Value::as_f64),
+            time: rec
+                .time
+                .as_ref()
+                .and_then(Value::as_f64)
+                .filter(|ms| crate::sources::plausible_time(ms / 1000.0).is_some()),
             kind: EntryKind::Clear,
         };
         let s = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_string);

@@ -1,0 +1,883 @@
+//! One Claude Code `.jsonl` file read into its conversation entries (lines
+//! with a `uuid`) and the few bookkeeping facts worldline uses (the last
+//! `custom-title`, `forkedFrom`). Fed in chunks, so a torn last line waits
+//! for its end; a line that is no JSON is a warning naming file and line.
+//! Only the fields the tree and the record index need are decoded; bodies
+//! are read again on demand (`records::load_body`).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::model::{ToolCallHead, Warning};
+use crate::read::lenient;
+
+/// An entry id: a uuid as its 128 bits, or (an id of another shape) a
+/// 128-bit hash of its text, kept in [`Scan::odd_ids`] to print it again.
+/// 0 is "none".
+pub type Id = u128;
+
+/// What an entry is, as far as the tree and the rows care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Something the user typed (string content or text blocks).
+    Prompt,
+    /// A `user` entry Claude Code wrote for the user: a slash-command
+    /// echo, a `<task-notification>` (starts a turn like a prompt).
+    Command,
+    /// A `user` entry that is no turn of its own: `isMeta` helpers,
+    /// command output, interrupt notes.
+    UserNote,
+    /// A `user` entry holding `tool_result` blocks.
+    Result,
+    /// The compaction summary (`isCompactSummary`).
+    Summary,
+    Assistant,
+    Attachment,
+    /// `system` entries other than a compact boundary.
+    System,
+    /// `system/compact_boundary`.
+    Boundary,
+    /// A type this reader doesn't know, with a `uuid`: kept in the tree.
+    Other,
+}
+
+/// One conversation entry and where its line is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// 1-based physical line number.
+    pub line: u32,
+    pub offset: u64,
+    /// Bytes of the line without its line end.
+    pub len: u32,
+    /// xxh3 of the line's bytes.
+    pub hash: u64,
+    pub id: Id,
+    /// `parentUuid` (0: none).
+    pub parent: Id,
+    /// xxh3 of `message.id` (assistant entries of one API message share
+    /// it; 0: none).
+    pub msg: u64,
+    /// `timestamp` in Unix seconds (NaN: none).
+    pub time: f64,
+    pub kind: Kind,
+    /// Copied by `/branch` (`forkedFrom` set).
+    pub copied: bool,
+    /// Rarely set fields, boxed so the common entry stays small.
+    pub extra: Option<Box<Extra>>,
+}
+
+/// What only some entries carry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extra {
+    /// `tool_use` blocks of an assistant entry.
+    pub calls: Vec<ToolCallHead>,
+    /// The `tool_use_id` a result answers.
+    pub result_of: Option<String>,
+    /// `toolUseResult.agentId`: the subagent an Agent call ran.
+    pub agent: Option<String>,
+    /// A prompt's text (the first [`TEXT_KEEP`] characters).
+    pub text: Option<Box<str>>,
+    /// A compact boundary's `logicalParentUuid` and
+    /// `compactMetadata.preservedSegment.tailUuid`.
+    pub logical: Id,
+    pub tail: Id,
+    /// A summary made by "summarize from here" (`direction: "from"`).
+    pub from_here: bool,
+}
+
+/// Characters of a prompt kept for titles and reasons.
+pub const TEXT_KEEP: usize = 300;
+
+impl Entry {
+    pub fn extra(&self) -> Option<&Extra> {
+        self.extra.as_deref()
+    }
+
+    pub fn text(&self) -> Option<&str> {
+        self.extra()?.text.as_deref()
+    }
+
+    pub fn calls(&self) -> &[ToolCallHead] {
+        self.extra().map_or(&[], |x| &x.calls)
+    }
+
+    /// Where a compact boundary hangs: its preserved tail, else its
+    /// logical parent (0 for other entries).
+    pub fn boundary_links(&self) -> (Id, Id) {
+        self.extra().map_or((0, 0), |x| (x.tail, x.logical))
+    }
+}
+
+/// A file as read so far.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    /// How warnings name the file (relative to the project folder).
+    pub name: String,
+    pub path: PathBuf,
+    pub entries: Vec<Entry>,
+    pub warnings: Vec<Warning>,
+    /// The last `custom-title`.
+    pub title: Option<String>,
+    /// `forkedFrom.sessionId` of the first copied entry (`/branch`).
+    pub forked_from: Option<String>,
+    /// `cwd` of the first entry that has one.
+    pub cwd: Option<String>,
+    /// First timestamp of any line (bookkeeping lines included), Unix s.
+    pub first_time: Option<f64>,
+    /// Ids that are no uuid, by their key.
+    pub odd_ids: Vec<(Id, Box<str>)>,
+    /// Bytes consumed (complete lines).
+    pub bytes: u64,
+    /// Physical lines consumed.
+    pub lines: u32,
+    pending: Vec<u8>,
+    /// Bytes so far of a line past [`LINE_CAP`], read past, not kept.
+    oversize: Option<u64>,
+    /// `finish` took a last line that had no newline yet.
+    open_end: bool,
+    /// More bytes fed after `finish` went on where it left off (false:
+    /// the line `finish` took went on; read the file again).
+    pub resumable: bool,
+}
+
+/// A line longer than this is skipped with a warning: one entry holds a
+/// whole tool output, but not gigabytes of one.
+pub const LINE_CAP: usize = 256 << 20;
+/// Warnings kept per file; past this they are counted in the last one.
+const MAX_WARNINGS: usize = 100;
+
+impl Scan {
+    pub fn new(name: impl Into<String>, path: impl Into<PathBuf>) -> Scan {
+        Scan {
+            name: name.into(),
+            path: path.into(),
+            resumable: true,
+            ..Scan::default()
+        }
+    }
+
+    /// Reads a whole file through the guarded open (a FIFO or device under
+    /// a session's name is refused, not read).
+    pub fn read(path: &Path, name: &str) -> crate::Result<Scan> {
+        use std::io::Read;
+        let g = crate::read::guard::open_regular(path).map_err(|e| match e {
+            crate::read::guard::GuardError::NotFound => crate::Error::NotFound {
+                path: path.to_path_buf(),
+            },
+            crate::read::guard::GuardError::Io(e) => crate::Error::io(path, e),
+            other => crate::Error::Other(format!("{}: {other}", path.display())),
+        })?;
+        let mut scan = Scan::new(name, path);
+        let mut file = g.file.take(g.len);
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = file.read(&mut buf).map_err(|e| crate::Error::io(path, e))?;
+            if n == 0 {
+                break;
+            }
+            scan.feed(&buf[..n]);
+        }
+        scan.finish();
+        Ok(scan)
+    }
+
+    /// Parses bytes already in memory (tests).
+    pub fn parse(name: &str, bytes: &[u8]) -> Scan {
+        let mut s = Scan::new(name, PathBuf::new());
+        s.feed(bytes);
+        s.finish();
+        s
+    }
+
+    /// Feeds the next bytes; a line without its end waits for it.
+    pub fn feed(&mut self, mut chunk: &[u8]) {
+        if std::mem::take(&mut self.open_end) && !chunk.is_empty() {
+            // The newline of the line `finish` took, arriving late.
+            match chunk.strip_prefix(b"\n") {
+                Some(rest) => {
+                    self.bytes += 1;
+                    chunk = rest;
+                }
+                None => self.resumable = false,
+            }
+        }
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', chunk) {
+            let piece = &chunk[start..nl];
+            if let Some(so_far) = self.oversize.take() {
+                self.skip_line(so_far + piece.len() as u64 + 1);
+            } else if self.pending.is_empty() {
+                self.add_line(piece, 1);
+            } else {
+                let mut line = std::mem::take(&mut self.pending);
+                line.extend_from_slice(piece);
+                self.add_line(&line, 1);
+            }
+            start = nl + 1;
+        }
+        let rest = &chunk[start..];
+        match &mut self.oversize {
+            Some(n) => *n += rest.len() as u64,
+            None => {
+                self.pending.extend_from_slice(rest);
+                if self.pending.len() > LINE_CAP {
+                    self.oversize = Some(self.pending.len() as u64);
+                    self.pending = Vec::new();
+                }
+            }
+        }
+    }
+
+    /// The file ended: a last line without its newline counts if it is
+    /// whole JSON (a torn one is still being written: not a warning).
+    pub fn finish(&mut self) {
+        if let Some(n) = self.oversize.take() {
+            self.skip_line(n);
+        } else if !self.pending.is_empty() {
+            let line = std::mem::take(&mut self.pending);
+            if serde_json::from_slice::<IgnoredAny>(&line).is_ok() {
+                self.add_line(&line, 0);
+                self.open_end = true;
+            } else {
+                // Kept for a later feed: the writer may finish it.
+                self.pending = line;
+            }
+        }
+    }
+
+    /// Bytes of a half-written last line.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Where reading goes on: past every byte fed (`None` while a line
+    /// too long to keep is being read past).
+    pub fn resume_at(&self) -> Option<u64> {
+        match self.oversize {
+            Some(_) => None,
+            None if !self.resumable => None,
+            None => Some(self.bytes + self.pending.len() as u64),
+        }
+    }
+
+    fn skip_line(&mut self, bytes: u64) {
+        self.bytes += bytes;
+        self.lines += 1;
+        self.warn(
+            self.lines,
+            format!(
+                "skipped a line of {bytes} bytes (longer than {} MiB)",
+                LINE_CAP >> 20
+            ),
+        );
+    }
+
+    pub fn warn(&mut self, line: u32, message: String) {
+        if self.warnings.len() < MAX_WARNINGS {
+            self.warnings.push(Warning {
+                file: self.name.clone(),
+                line: line.into(),
+                message,
+            });
+        } else if self.warnings.len() == MAX_WARNINGS {
+            self.warnings.push(Warning {
+                file: self.name.clone(),
+                line: line.into(),
+                message: "more warnings in this file not listed".into(),
+            });
+        }
+    }
+
+    /// The text of an entry id, as the file spells it.
+    pub fn id_text(&self, id: Id) -> String {
+        match self.odd_ids.iter().find(|(k, _)| *k == id) {
+            Some((_, t)) => t.to_string(),
+            None => uuid_text(id),
+        }
+    }
+
+    fn key(&mut self, s: &str) -> Id {
+        match parse_uuid(s) {
+            Some(k) => k,
+            None => {
+                let k = xxhash_rust::xxh3::xxh3_128(s.as_bytes()) | 1;
+                if !self.odd_ids.iter().any(|(o, _)| *o == k) {
+                    self.odd_ids.push((k, s.into()));
+                }
+                k
+            }
+        }
+    }
+
+    fn add_line(&mut self, raw: &[u8], terminator: u64) {
+        let offset = self.bytes;
+        self.bytes += raw.len() as u64 + terminator;
+        self.lines += 1;
+        let line_no = self.lines;
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let Ok(len) = u32::try_from(line.len()) else {
+            self.warn(line_no, "skipped a line over 4 GiB".into());
+            return;
+        };
+        let repaired;
+        let parsed: Line = match serde_json::from_slice(line) {
+            Ok(l) => l,
+            Err(first) => {
+                repaired = lenient::repair(line);
+                match serde_json::from_str(&repaired) {
+                    Ok(l) => l,
+                    Err(_) => {
+                        self.warn(line_no, format!("skipped a line that is not JSON: {first}"));
+                        return;
+                    }
+                }
+            }
+        };
+        self.take(parsed, line_no, offset, len, xxh3_64(line));
+    }
+
+    fn take(&mut self, l: Line, line: u32, offset: u64, len: u32, hash: u64) {
+        let time = l.timestamp.as_deref().and_then(parse_time);
+        if self.first_time.is_none() {
+            self.first_time = time;
+        }
+        let ty = l.ty.as_deref().unwrap_or("");
+        if ty == "custom-title" {
+            if let Some(t) = l.custom_title {
+                self.title = Some(t.0.into_owned());
+            }
+        }
+        let Some(uuid) = l.uuid.as_deref().filter(|u| !u.is_empty()) else {
+            return;
+        };
+        let id = self.key(uuid);
+        let parent = match l.parent_uuid.as_deref() {
+            Some(p) if !p.is_empty() => self.key(p),
+            _ => 0,
+        };
+        if self.cwd.is_none() {
+            self.cwd = l.cwd.map(|c| c.0.into_owned());
+        }
+        if let Some(f) = &l.forked_from {
+            if self.forked_from.is_none() {
+                self.forked_from = f.session_id.as_deref().map(str::to_string);
+            }
+        }
+        let mut extra = Extra::default();
+        let msg = l.message.as_ref();
+        let content = msg.and_then(|m| m.content.as_ref());
+        let kind = match ty {
+            "user" => {
+                let is_result = matches!(content, Some(Content::Blocks(b)) if b.iter().any(|b| b.ty == "tool_result"));
+                if is_result {
+                    if let Some(Content::Blocks(b)) = content {
+                        extra.result_of = b
+                            .iter()
+                            .find(|b| b.ty == "tool_result")
+                            .and_then(|b| b.tool_use_id.clone());
+                    }
+                    extra.agent = l.tool_use_result.and_then(|t| t.0);
+                    Kind::Result
+                } else if l.is_compact_summary == Some(true) {
+                    extra.from_here =
+                        l.summarize.as_ref().and_then(|s| s.direction.as_deref()) == Some("from");
+                    Kind::Summary
+                } else {
+                    let text = content.and_then(Content::text).unwrap_or_default();
+                    match note_kind(text) {
+                        _ if l.is_meta == Some(true) => Kind::UserNote,
+                        Some(k) => k,
+                        None => {
+                            extra.text = Some(keep(text).into());
+                            Kind::Prompt
+                        }
+                    }
+                }
+            }
+            "assistant" => {
+                if let Some(Content::Blocks(b)) = content {
+                    extra.calls = b
+                        .iter()
+                        .filter(|b| b.ty == "tool_use")
+                        .map(|b| ToolCallHead {
+                            id: b.id.clone().unwrap_or_default(),
+                            name: b.name.clone().unwrap_or_default(),
+                            dmail: None,
+                        })
+                        .collect();
+                }
+                Kind::Assistant
+            }
+            "attachment" => Kind::Attachment,
+            "system" if l.subtype.as_deref() == Some("compact_boundary") => {
+                extra.logical = match l.logical.as_deref() {
+                    Some(p) if !p.is_empty() => self.key(p),
+                    _ => 0,
+                };
+                extra.tail = match l
+                    .compact
+                    .as_ref()
+                    .and_then(|c| c.preserved.as_ref())
+                    .and_then(|p| p.tail.as_deref())
+                {
+                    Some(p) if !p.is_empty() => self.key(p),
+                    _ => 0,
+                };
+                Kind::Boundary
+            }
+            "system" => Kind::System,
+            _ => Kind::Other,
+        };
+        let msg_id = msg
+            .and_then(|m| m.id.as_deref())
+            .map_or(0, |id| xxh3_64(id.as_bytes()) | 1);
+        self.entries.push(Entry {
+            line,
+            offset,
+            len,
+            hash,
+            id,
+            parent,
+            msg: if kind == Kind::Assistant { msg_id } else { 0 },
+            time: time.unwrap_or(f64::NAN),
+            kind,
+            copied: l.forked_from.is_some(),
+            extra: (extra != Extra::default()).then(|| Box::new(extra)),
+        });
+    }
+}
+
+/// User text that is Claude Code's own, not typed: command echoes and
+/// background-agent notifications open a turn ([`Kind::Command`]); command
+/// output, caveats and interrupt notes don't ([`Kind::UserNote`]).
+pub fn note_kind(text: &str) -> Option<Kind> {
+    let t = text.trim_start();
+    let starts = |list: &[&str]| list.iter().any(|p| t.starts_with(p));
+    if starts(&[
+        "<command-name>",
+        "<command-message>",
+        "<task-notification>",
+        "<bash-input>",
+        "<user-memory-input>",
+    ]) {
+        Some(Kind::Command)
+    } else if starts(&[
+        "<command-args>",
+        "<local-command-",
+        "<bash-stdout>",
+        "<bash-stderr>",
+        "[Request interrupted",
+        "Caveat: ",
+    ]) {
+        Some(Kind::UserNote)
+    } else {
+        None
+    }
+}
+
+fn keep(s: &str) -> &str {
+    match s.char_indices().nth(TEXT_KEEP) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// `8b0161b3-7395-4709-9383-037d1ebc0af3` → its 128 bits.
+pub fn parse_uuid(s: &str) -> Option<u128> {
+    let b = s.as_bytes();
+    if b.len() != 36 || b[8] != b'-' || b[13] != b'-' || b[18] != b'-' || b[23] != b'-' {
+        return None;
+    }
+    let mut v: u128 = 0;
+    for (i, &c) in b.iter().enumerate() {
+        if matches!(i, 8 | 13 | 18 | 23) {
+            continue;
+        }
+        let d = match c {
+            b'0'..=b'9' => c - b'0',
+            b'a'..=b'f' => c - b'a' + 10,
+            _ => return None,
+        };
+        v = (v << 4) | u128::from(d);
+    }
+    // 0 means "none"; the all-zero uuid is Claude Code's "no leaf".
+    (v != 0).then_some(v)
+}
+
+pub fn uuid_text(v: u128) -> String {
+    let h = format!("{v:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// `2026-12-04T13:04:32.796Z` → Unix seconds (UTC only, as Claude Code
+/// writes them).
+pub fn parse_time(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[10] != b'T' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let frac = match s.get(19..20) {
+        Some(".") => {
+            let end = s[20..]
+                .find(|c: char| !c.is_ascii_digit())
+                .map_or(s.len(), |e| e + 20);
+            format!("0.{}", &s[20..end]).parse::<f64>().ok()?
+        }
+        _ => 0.0,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + h * 3600 + mi * 60 + sec) as f64 + frac)
+}
+
+// The fields read from a line; everything else is skipped unparsed.
+
+/// A string borrowed from the line when it has no escapes.
+struct Str<'a>(Cow<'a, str>);
+
+impl std::ops::Deref for Str<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Str<'a>>,
+    #[serde(borrow)]
+    uuid: Option<Str<'a>>,
+    #[serde(rename = "parentUuid", borrow)]
+    parent_uuid: Option<Str<'a>>,
+    #[serde(rename = "logicalParentUuid", borrow)]
+    logical: Option<Str<'a>>,
+    #[serde(borrow)]
+    subtype: Option<Str<'a>>,
+    #[serde(borrow)]
+    timestamp: Option<Str<'a>>,
+    #[serde(borrow)]
+    cwd: Option<Str<'a>>,
+    #[serde(rename = "isMeta")]
+    is_meta: Option<bool>,
+    #[serde(rename = "isCompactSummary")]
+    is_compact_summary: Option<bool>,
+    #[serde(rename = "compactMetadata", borrow)]
+    compact: Option<CompactMeta<'a>>,
+    #[serde(rename = "summarizeMetadata", borrow)]
+    summarize: Option<SummarizeMeta<'a>>,
+    #[serde(borrow)]
+    message: Option<Message<'a>>,
+    #[serde(rename = "toolUseResult")]
+    tool_use_result: Option<AgentIdOf>,
+    #[serde(rename = "forkedFrom", borrow)]
+    forked_from: Option<ForkedFrom<'a>>,
+    #[serde(rename = "customTitle", borrow)]
+    custom_title: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct CompactMeta<'a> {
+    #[serde(rename = "preservedSegment", borrow)]
+    preserved: Option<Preserved<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Preserved<'a> {
+    #[serde(rename = "tailUuid", borrow)]
+    tail: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct SummarizeMeta<'a> {
+    #[serde(borrow)]
+    direction: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ForkedFrom<'a> {
+    #[serde(rename = "sessionId", borrow)]
+    session_id: Option<Str<'a>>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(borrow)]
+    content: Option<Content<'a>>,
+}
+
+enum Content<'a> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+    Other,
+}
+
+impl Content<'_> {
+    /// The string content, or the first text block's text.
+    fn text(&self) -> Option<&str> {
+        match self {
+            Content::Text(t) => Some(t),
+            Content::Blocks(b) => b
+                .iter()
+                .find(|b| b.ty == "text")
+                .and_then(|b| b.text.as_deref()),
+            Content::Other => None,
+        }
+    }
+}
+
+struct Block<'a> {
+    ty: Cow<'a, str>,
+    id: Option<String>,
+    name: Option<String>,
+    tool_use_id: Option<String>,
+    text: Option<Cow<'a, str>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Content<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("message content")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Content::Text(Cow::Owned(v)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                // A block of an odd shape is skipped, not fatal.
+                while let Some(b) = seq.next_element::<MaybeBlock<'a>>()? {
+                    if let Some(b) = b.0 {
+                        out.push(b);
+                    }
+                }
+                Ok(Content::Blocks(out))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Content::Other)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(Content::Other)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Content::Other)
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Content::Other)
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Content::Other)
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Content::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// A content block, or nothing when the element is not an object.
+struct MaybeBlock<'a>(Option<Block<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for MaybeBlock<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = MaybeBlock<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a content block")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut b = Block {
+                    ty: Cow::Borrowed(""),
+                    id: None,
+                    name: None,
+                    tool_use_id: None,
+                    text: None,
+                };
+                while let Some(k) = map.next_key::<Cow<'de, str>>()? {
+                    match &*k {
+                        "type" => {
+                            b.ty = map
+                                .next_value::<Option<Str<'a>>>()?
+                                .map(|s| s.0)
+                                .unwrap_or_default()
+                        }
+                        "id" => b.id = map.next_value::<Option<String>>().ok().flatten(),
+                        "name" => b.name = map.next_value::<Option<String>>().ok().flatten(),
+                        "tool_use_id" => {
+                            b.tool_use_id = map.next_value::<Option<String>>().ok().flatten()
+                        }
+                        "text" => {
+                            b.text = map
+                                .next_value::<Option<Str<'a>>>()
+                                .ok()
+                                .flatten()
+                                .map(|s| s.0)
+                        }
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(MaybeBlock(Some(b)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(MaybeBlock(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(MaybeBlock(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(MaybeBlock(None))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(MaybeBlock(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(MaybeBlock(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(MaybeBlock(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(MaybeBlock(None))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// `toolUseResult.agentId` when the result is an object that has one (it
+/// is a plain string for a rejected tool).
+struct AgentIdOf(Option<String>);
+
+impl<'de> Deserialize<'de> for AgentIdOf {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AgentIdOf;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a tool result")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut found = None;
+                while let Some(k) = map.next_key::<Cow<'de, str>>()? {
+                    if k == "agentId" {
+                        found = map.next_value::<Option<String>>().ok().flatten();
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(AgentIdOf(found))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(AgentIdOf(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(AgentIdOf(None))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(AgentIdOf(None))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(AgentIdOf(None))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(AgentIdOf(None))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(AgentIdOf(None))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(AgentIdOf(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_and_times() {
+        let u = "8b0161b3-7395-4709-9383-037d1ebc0af3";
+        assert_eq!(uuid_text(parse_uuid(u).unwrap()), u);
+        assert_eq!(parse_uuid("00000000-0000-0000-0000-000000000000"), None);
+        assert_eq!(parse_uuid("x"), None);
+        assert_eq!(parse_time("1970-01-01T00:00:01.500Z"), Some(1.5));
+        assert_eq!(parse_time("2026-12-04T13:04:32Z"), Some(1_796_389_472.0));
+    }
+
+    #[test]
+    fn torn_and_malformed_lines() {
+        let a = r#"{"type":"user","uuid":"8b0161b3-7395-4709-9383-037d1ebc0af3","parentUuid":null,"message":{"role":"user","content":"hi"}}"#;
+        let mut s = Scan::new("s.jsonl", "");
+        s.feed(format!("{a}\nnot json\n{}", &a[..20]).as_bytes());
+        s.finish();
+        assert_eq!(s.entries.len(), 1);
+        assert_eq!(s.warnings.len(), 1);
+        assert_eq!(s.warnings[0].line, 2);
+        assert_eq!(s.pending_len(), 20);
+        assert_eq!(s.entries[0].text(), Some("hi"));
+        assert_eq!(s.entries[0].kind, Kind::Prompt);
+    }
+}

@@ -1,0 +1,697 @@
+//! One rollout file read: every line as an entry (byte range, hash, its
+//! `ordinal` or line index, time, and what it is), plus the thread's
+//! `session_meta` (the first one: a copied older fork holds its source's
+//! too). Lines are parsed with a slim serde view that skips the big
+//! fields (`base_instructions`, `world_state`, outputs) without building
+//! them; bodies are loaded later from the byte range.
+
+use std::borrow::Cow;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::error::{Error, Result};
+use crate::model::Warning;
+use crate::read::{guard, MAX_WARNINGS};
+use xxhash_rust::xxh3::xxh3_64;
+
+/// A line longer than this is read past with a warning (a real rollout's
+/// biggest lines, a `world_state` or a tool output, are far smaller).
+pub const LINE_CAP: usize = 64 << 20;
+
+/// What a rollout line is, as far as world lines and rows need.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    /// `session_meta`; the thread's own is [`Rollout::meta`].
+    Meta,
+    /// A user message the user typed, and its first text (capped).
+    Prompt(Box<str>),
+    /// Injected context: `<environment_context>`, developer text, AGENTS.md,
+    /// a subagent notification.
+    Injected,
+    /// An assistant message or reasoning.
+    Assistant,
+    /// A model's tool call (`function_call`, `custom_tool_call`,
+    /// `local_shell_call`): its call id and tool name (boxed, so a million
+    /// entries stay small).
+    Call(Box<(String, String)>),
+    /// A tool call's output, by call id.
+    Output(Box<str>),
+    TurnStarted,
+    TurnComplete,
+    /// Legacy `thread_rolled_back {num_turns}`.
+    RolledBack {
+        turns: u32,
+    },
+    /// A `compacted` line (or a `context_compacted` event).
+    Compacted,
+    /// `token_count` with the thread's total so far.
+    Tokens(Option<u64>),
+    /// `item_completed` of a `spawn_agent` call: the threads it started.
+    Spawned(Box<(String, Vec<String>)>),
+    /// Everything else: settings, world state, turn context, events, types
+    /// this reader doesn't know.
+    Other,
+}
+
+/// One line of a rollout.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub offset: u64,
+    pub len: u32,
+    /// 1-based line number in the file.
+    pub line: u32,
+    pub hash: u64,
+    /// `ordinal`, else the 0-based line index: the record's name.
+    pub ordinal: u64,
+    /// The line carried an `ordinal`.
+    pub stated: bool,
+    pub time: Option<f64>,
+    pub kind: Kind,
+}
+
+/// What the thread's `session_meta` says.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Meta {
+    pub id: String,
+    pub cwd: Option<String>,
+    pub timestamp: Option<String>,
+    pub forked_from_id: Option<String>,
+    pub forked_from_ordinal_exclusive: Option<u64>,
+    /// `history_base`: the thread whose records with ordinal below `end`
+    /// come before this file's (a fork's source, or the same thread for a
+    /// reverted generation).
+    pub base: Option<(String, u64)>,
+    /// A subagent's parent thread (`source.subagent.thread_spawn`).
+    pub parent_thread: Option<String>,
+    pub nickname: Option<String>,
+    pub role: Option<String>,
+    pub cli_version: Option<String>,
+}
+
+/// One rollout file, indexed.
+#[derive(Debug, Clone, Default)]
+pub struct Rollout {
+    pub path: PathBuf,
+    pub meta: Option<Meta>,
+    /// Older Codex copied a fork's source into the fork's file, source
+    /// `session_meta` first, right after the fork's own: that source's id.
+    pub copied_from: Option<String>,
+    pub entries: Vec<Entry>,
+    pub warnings: Vec<Warning>,
+    pub dropped_warnings: u64,
+    /// Bytes of complete lines read (a live tail's resume point).
+    pub bytes: u64,
+    /// The file name as shown in warnings.
+    pub name: String,
+}
+
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(borrow, default)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(default)]
+    ordinal: Option<u64>,
+    #[serde(rename = "type", borrow, default)]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    payload: Option<Payload<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Payload<'a> {
+    #[serde(rename = "type", borrow, default)]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    num_turns: Option<u64>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    info: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    item: Option<&'a RawValue>,
+    // session_meta
+    #[serde(borrow, default)]
+    cwd: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    timestamp: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    forked_from_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    forked_from_ordinal_exclusive: Option<u64>,
+    #[serde(borrow, default)]
+    history_base: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    source: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    parent_thread_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    agent_nickname: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    agent_role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    cli_version: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Part<'a> {
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Item<'a> {
+    #[serde(rename = "type", borrow, default)]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool: Option<Cow<'a, str>>,
+    #[serde(default)]
+    receiver_thread_ids: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+struct Base<'a> {
+    #[serde(borrow, default)]
+    thread_id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    end_ordinal_exclusive: Option<u64>,
+}
+
+impl Rollout {
+    pub fn new(path: &Path, name: &str) -> Rollout {
+        Rollout {
+            path: path.to_path_buf(),
+            name: name.to_string(),
+            ..Rollout::default()
+        }
+    }
+
+    /// Reads a rollout (`.jsonl`, or `.jsonl.zst` decompressed on the way).
+    pub fn read(path: &Path, name: &str) -> Result<Rollout> {
+        let mut r = Rollout::new(path, name);
+        let g = guard::open_regular(path)
+            .map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+        let mut reader: Box<dyn Read> = Box::new(g.file.take(g.len));
+        if super::home::is_zst(path) {
+            let dec = ruzstd::decoding::StreamingDecoder::new(reader)
+                .map_err(|e| Error::Other(format!("{}: not zstd: {e}", path.display())))?;
+            reader = Box::new(dec);
+        }
+        let mut feeder = Feeder::default();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    r.warn(0, format!("read stopped: {e}"));
+                    break;
+                }
+            };
+            if n == 0 {
+                break;
+            }
+            feeder.feed(&mut r, &buf[..n]);
+        }
+        feeder.finish(&mut r);
+        Ok(r)
+    }
+
+    /// Parses bytes already in memory (tests, benchmarks).
+    pub fn parse(path: &Path, name: &str, bytes: &[u8]) -> Rollout {
+        let mut r = Rollout::new(path, name);
+        let mut f = Feeder::default();
+        f.feed(&mut r, bytes);
+        f.finish(&mut r);
+        r
+    }
+
+    fn warn(&mut self, line: u64, message: String) {
+        if self.warnings.len() < MAX_WARNINGS {
+            self.warnings.push(Warning {
+                file: self.name.clone(),
+                line,
+                message,
+            });
+        } else {
+            self.dropped_warnings += 1;
+        }
+    }
+
+    /// Adds one complete line (without its newline) at `offset`.
+    pub fn add_line(&mut self, raw: &[u8], offset: u64, lineno: u32) {
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let Ok(len) = u32::try_from(line.len()) else {
+            self.warn(lineno.into(), "skipped a line over 4 GiB".into());
+            return;
+        };
+        let index = u64::from(lineno.saturating_sub(1));
+        if let Some((time, ordinal)) = bookkeeping(line) {
+            self.push(Entry {
+                offset,
+                len,
+                line: lineno,
+                hash: xxh3_64(line),
+                ordinal,
+                stated: true,
+                time,
+                kind: Kind::Other,
+            });
+            return;
+        }
+        let parsed: std::result::Result<Line, _> = serde_json::from_slice(line);
+        let repaired: String;
+        let l;
+        match parsed {
+            Ok(v) => l = v,
+            Err(e) => {
+                // Python-lenient bytes (raw control characters, bad UTF-8):
+                // repaired, then parsed again; else the line is no record.
+                repaired = crate::read::lenient::repair(line);
+                match serde_json::from_str::<Line>(&repaired) {
+                    Ok(v) => l = v,
+                    Err(_) => {
+                        self.warn(
+                            lineno.into(),
+                            format!("not a JSON rollout line, skipped: {e}"),
+                        );
+                        return;
+                    }
+                }
+            }
+        }
+        let ordinal = l.ordinal.unwrap_or(index);
+        let time = l.timestamp.as_deref().and_then(parse_time);
+        let p = l.payload.unwrap_or_default();
+        let kind = match l.ty.as_deref().unwrap_or("") {
+            "session_meta" => {
+                match &self.meta {
+                    None => self.meta = Some(meta_of(&p)),
+                    Some(first)
+                        if self.entries.len() == 1
+                            && p.id.as_deref().is_some_and(|o| o != first.id) =>
+                    {
+                        self.copied_from = p.id.as_deref().map(str::to_string);
+                    }
+                    Some(first) => {
+                        let other = p.id.as_deref().unwrap_or("?").to_string();
+                        let msg = format!(
+                            "another session_meta (thread {other}); the first, thread {}, names this file",
+                            first.id
+                        );
+                        self.warn(lineno.into(), msg);
+                    }
+                }
+                Kind::Meta
+            }
+            "response_item" => item_kind(&p),
+            "event_msg" => event_kind(&p),
+            "compacted" => Kind::Compacted,
+            "" => {
+                self.warn(lineno.into(), "a line without a type".into());
+                Kind::Other
+            }
+            _ => Kind::Other,
+        };
+        self.push(Entry {
+            offset,
+            len,
+            line: lineno,
+            hash: xxh3_64(line),
+            ordinal,
+            stated: l.ordinal.is_some(),
+            time,
+            kind,
+        });
+    }
+
+    /// Adds an entry, warning when its ordinal doesn't follow the last.
+    fn push(&mut self, e: Entry) {
+        if let Some(prev) = self.entries.last() {
+            if e.stated && prev.stated && e.ordinal != prev.ordinal + 1 {
+                let what = if e.ordinal <= prev.ordinal {
+                    "repeats or goes back from"
+                } else {
+                    "skips after"
+                };
+                let msg = format!("ordinal {} {what} {}", e.ordinal, prev.ordinal);
+                self.warn(e.line.into(), msg);
+            }
+        }
+        self.entries.push(e);
+    }
+}
+
+/// Splits a byte stream into lines for [`Rollout::add_line`]; a live tail
+/// keeps one to feed appended bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Feeder {
+    pending: Vec<u8>,
+    /// Bytes of an over-long line read past so far.
+    oversize: Option<u64>,
+    lines: u32,
+}
+
+impl Feeder {
+    /// Feeds the next bytes; returns how many lines completed.
+    pub fn feed(&mut self, r: &mut Rollout, chunk: &[u8]) -> usize {
+        let mut n = 0;
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', chunk) {
+            let piece = &chunk[start..nl];
+            self.lines += 1;
+            let offset = r.bytes;
+            if let Some(so_far) = self.oversize.take() {
+                r.bytes += so_far + piece.len() as u64 + 1;
+                r.warn(
+                    self.lines.into(),
+                    format!("a line over {LINE_CAP} bytes, read past"),
+                );
+            } else if self.pending.is_empty() {
+                r.bytes += piece.len() as u64 + 1;
+                r.add_line(piece, offset, self.lines);
+            } else {
+                let mut line = std::mem::take(&mut self.pending);
+                line.extend_from_slice(piece);
+                r.bytes += line.len() as u64 + 1;
+                r.add_line(&line, offset, self.lines);
+            }
+            n += 1;
+            start = nl + 1;
+        }
+        let rest = &chunk[start..];
+        match &mut self.oversize {
+            Some(so_far) => *so_far += rest.len() as u64,
+            None => {
+                self.pending.extend_from_slice(rest);
+                if self.pending.len() > LINE_CAP {
+                    self.oversize = Some(self.pending.len() as u64);
+                    self.pending = Vec::new();
+                }
+            }
+        }
+        n
+    }
+
+    /// Bytes taken in but not yet part of a complete line.
+    pub fn pending_len(&self) -> usize {
+        self.oversize.map_or(self.pending.len(), |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        })
+    }
+
+    /// End of file: a last line without a newline still counts, once it
+    /// parses (a writer mid-line is left for the next read).
+    pub fn finish(&mut self, r: &mut Rollout) {
+        if self.pending.is_empty() || self.oversize.is_some() {
+            return;
+        }
+        if serde_json::from_slice::<serde::de::IgnoredAny>(&self.pending).is_ok() {
+            let line = std::mem::take(&mut self.pending);
+            self.lines += 1;
+            let offset = r.bytes;
+            r.bytes += line.len() as u64;
+            r.add_line(&line, offset, self.lines);
+        }
+    }
+}
+
+/// Event types the world lines or rows need from a line's payload.
+const EVENTS_READ: [&[u8]; 8] = [
+    b"task_started",
+    b"task_complete",
+    b"turn_started",
+    b"turn_complete",
+    b"thread_rolled_back",
+    b"token_count",
+    b"item_completed",
+    b"context_compacted",
+];
+
+/// A line Codex writes as `{"timestamp":"…","ordinal":N,"type":"…",
+/// "payload":{…}}` that is pure bookkeeping for worldline (`turn_context`,
+/// `world_state`, `token_usage_record`, an event it doesn't read, an
+/// `item_completed` of no subagent): its time and ordinal, read from the
+/// head without parsing the (often large) payload. Anything else, or any
+/// other spelling, is `None` and parsed in full.
+fn bookkeeping(line: &[u8]) -> Option<(Option<f64>, u64)> {
+    let rest = line.strip_prefix(b"{\"timestamp\":\"")?;
+    let q = memchr::memchr(b'"', rest)?;
+    let ts = std::str::from_utf8(&rest[..q]).ok()?;
+    let rest = rest[q..].strip_prefix(b"\",\"ordinal\":")?;
+    let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    if digits == 0 || digits > 18 {
+        return None;
+    }
+    let ordinal: u64 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    let rest = rest[digits..].strip_prefix(b",\"type\":\"")?;
+    let q = memchr::memchr(b'"', rest)?;
+    let (ty, rest) = (&rest[..q], &rest[q..]);
+    let payload = rest.strip_prefix(b"\",\"payload\":")?;
+    if !line.ends_with(b"}") {
+        return None;
+    }
+    let skip = match ty {
+        b"turn_context" | b"world_state" | b"token_usage_record" => true,
+        b"event_msg" => {
+            let p = payload.strip_prefix(b"{\"type\":\"")?;
+            let q = memchr::memchr(b'"', p)?;
+            let ev = &p[..q];
+            !EVENTS_READ.contains(&ev)
+                || (ev == b"item_completed"
+                    && memchr::memmem::find(payload, b"\"CollabAgentToolCall\"").is_none())
+        }
+        _ => false,
+    };
+    skip.then(|| (parse_time(ts), ordinal))
+}
+
+fn meta_of(p: &Payload) -> Meta {
+    let s = |c: &Option<Cow<str>>| c.as_deref().map(str::to_string);
+    let base = p
+        .history_base
+        .and_then(|raw| serde_json::from_str::<Base>(raw.get()).ok())
+        .and_then(|b| Some((b.thread_id?.into_owned(), b.end_ordinal_exclusive?)));
+    let spawn = p.source.and_then(|raw| {
+        let v: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
+        v.get("subagent")?.get("thread_spawn").cloned()
+    });
+    let field = |k: &str| {
+        spawn
+            .as_ref()
+            .and_then(|s| s.get(k))
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    };
+    Meta {
+        id: s(&p.id).unwrap_or_default(),
+        cwd: s(&p.cwd),
+        timestamp: s(&p.timestamp),
+        forked_from_id: s(&p.forked_from_id),
+        forked_from_ordinal_exclusive: p.forked_from_ordinal_exclusive,
+        base,
+        parent_thread: field("parent_thread_id").or_else(|| s(&p.parent_thread_id)),
+        nickname: field("agent_nickname").or_else(|| s(&p.agent_nickname)),
+        role: field("agent_role").or_else(|| s(&p.agent_role)),
+        cli_version: s(&p.cli_version),
+    }
+}
+
+fn item_kind(p: &Payload) -> Kind {
+    let s = |c: &Option<Cow<str>>| c.as_deref().unwrap_or("").to_string();
+    match p.ty.as_deref().unwrap_or("") {
+        "message" => match p.role.as_deref().unwrap_or("") {
+            "user" => {
+                let text = p.content.map(first_text).unwrap_or_default();
+                if is_injected(&text) {
+                    Kind::Injected
+                } else {
+                    Kind::Prompt(cap(text, PROMPT_CAP).into())
+                }
+            }
+            "assistant" => Kind::Assistant,
+            _ => Kind::Injected,
+        },
+        "reasoning" => Kind::Assistant,
+        "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
+            Kind::Call(Box::new((
+                s(&p.call_id),
+                match p.name.as_deref() {
+                    Some(n) => n.to_string(),
+                    None => p.ty.as_deref().unwrap_or("").to_string(),
+                },
+            )))
+        }
+        t if t.ends_with("_output") => Kind::Output(s(&p.call_id).into()),
+        "compaction" | "context_compaction" => Kind::Compacted,
+        _ => Kind::Other,
+    }
+}
+
+fn event_kind(p: &Payload) -> Kind {
+    match p.ty.as_deref().unwrap_or("") {
+        "task_started" | "turn_started" => Kind::TurnStarted,
+        "task_complete" | "turn_complete" => Kind::TurnComplete,
+        "thread_rolled_back" => Kind::RolledBack {
+            turns: p.num_turns.and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
+        },
+        "token_count" => Kind::Tokens(p.info.and_then(total_tokens)),
+        "item_completed" => p
+            .item
+            .and_then(|raw| serde_json::from_str::<Item>(raw.get()).ok())
+            .filter(|i| {
+                i.ty.as_deref() == Some("CollabAgentToolCall")
+                    && i.tool.as_deref() == Some("spawn_agent")
+            })
+            .map_or(Kind::Other, |i| {
+                Kind::Spawned(Box::new((
+                    i.id.as_deref().unwrap_or("").to_string(),
+                    i.receiver_thread_ids.unwrap_or_default(),
+                )))
+            }),
+        _ => Kind::Other,
+    }
+}
+
+fn total_tokens(raw: &RawValue) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(raw.get()).ok()?;
+    v.get("total_token_usage")?.get("total_tokens")?.as_u64()
+}
+
+/// Prompts kept with the index (titles, a world line's reason).
+const PROMPT_CAP: usize = 4096;
+
+fn cap(mut s: String, max: usize) -> String {
+    if s.len() > max {
+        let mut end = max;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+    s
+}
+
+/// The first text part of a message's `content`.
+pub fn first_text(content: &RawValue) -> String {
+    if let Ok(parts) = serde_json::from_str::<Vec<Part>>(content.get()) {
+        return parts
+            .into_iter()
+            .find_map(|p| p.text.map(Cow::into_owned))
+            .unwrap_or_default();
+    }
+    serde_json::from_str::<String>(content.get()).unwrap_or_default()
+}
+
+/// Text Codex injects as a user message rather than the user typing it:
+/// the environment, instructions, notifications. Each is one XML-ish block
+/// (`<environment_context>…</environment_context>`) or AGENTS.md text.
+pub fn is_injected(text: &str) -> bool {
+    let t = text.trim();
+    if t.starts_with("# AGENTS.md instructions") || t.starts_with("<INSTRUCTIONS>") {
+        return true;
+    }
+    let Some(rest) = t.strip_prefix('<') else {
+        return false;
+    };
+    let tag: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-' || *c == ' ')
+        .collect();
+    !tag.is_empty()
+        && rest[tag.len()..].starts_with('>')
+        && t.trim_end().ends_with(&format!("</{tag}>"))
+}
+
+/// `2026-12-04T12:49:28.695Z` as Unix seconds.
+pub fn parse_time(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[10] != b'T' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let mut frac = 0.0;
+    if b.get(19) == Some(&b'.') {
+        let mut scale = 0.1;
+        for &d in b[20..].iter().take_while(|c| c.is_ascii_digit()).take(9) {
+            frac += f64::from(d - b'0') * scale;
+            scale /= 10.0;
+        }
+    }
+    // Days from civil (Howard Hinnant's algorithm).
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    Some((days * 86400 + h * 3600 + mi * 60 + sec) as f64 + frac)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn injected_text_is_told_from_prompts() {
+        assert!(is_injected(
+            "<environment_context>\n <cwd>/x</cwd>\n</environment_context>"
+        ));
+        assert!(is_injected(
+            "<subagent_notification>\n{}\n</subagent_notification>"
+        ));
+        assert!(is_injected(
+            "# AGENTS.md instructions for /x\n\n<INSTRUCTIONS>"
+        ));
+        assert!(!is_injected("TOOLS=1 first turn"));
+        assert!(!is_injected("<b>bold</b> is not a block"));
+        assert!(!is_injected("<div> and more"));
+    }
+
+    #[test]
+    fn times_parse_as_unix_seconds() {
+        assert_eq!(parse_time("1970-01-01T00:00:01.500Z"), Some(1.5));
+        assert_eq!(parse_time("2026-12-04T12:49:28Z"), Some(1796388568.0));
+        assert_eq!(parse_time("nope"), None);
+    }
+
+    #[test]
+    fn lines_ordinals_and_bad_input() {
+        let text = concat!(
+            "{\"timestamp\":\"2026-12-04T12:49:28.695Z\",\"ordinal\":0,\"type\":\"session_meta\",\"payload\":{\"id\":\"t1\",\"cwd\":\"/p\"}}\n",
+            "{\"ordinal\":1,\"type\":\"session_meta\",\"payload\":{\"id\":\"other\"}}\n",
+            "not json\n",
+            "{\"ordinal\":1,\"type\":\"response_item\",\"payload\":{\"type\":\"message\",\"role\":\"user\",\"content\":[{\"type\":\"input_text\",\"text\":\"hi\"}]}}\n",
+            "{\"ordinal\":5,\"type\":\"brand_new\",\"payload\":{}}\n",
+            "{\"type\":\"event_msg\",\"payload\":{\"type\":\"thread_rolled_back\",\"num_turns\":2}}",
+        );
+        let r = Rollout::parse(Path::new("/x"), "x.jsonl", text.as_bytes());
+        assert_eq!(r.meta.as_ref().unwrap().id, "t1");
+        let ords: Vec<u64> = r.entries.iter().map(|e| e.ordinal).collect();
+        assert_eq!(ords, [0, 1, 1, 5, 5]);
+        assert_eq!(r.entries[2].kind, Kind::Prompt("hi".into()));
+        assert_eq!(r.entries[4].kind, Kind::RolledBack { turns: 2 });
+        let msgs: Vec<&str> = r.warnings.iter().map(|w| w.message.as_str()).collect();
+        assert!(msgs[0].starts_with("not a JSON rollout line"), "{msgs:?}");
+        assert!(msgs.iter().any(|m| m.contains("repeats")), "{msgs:?}");
+        assert!(msgs.iter().any(|m| m.contains("skips")), "{msgs:?}");
+    }
+}
