@@ -253,7 +253,9 @@ fn the_tui_send_says_hello_and_refuses_another_protocol() {
     let dir = private_dir(t.path(), "run");
     let req = SendRequest {
         dir: t.path().to_owned(),
-        checkpoint: 0,
+        back: worldline::ui::compose::Back::Checkpoint(0),
+        session: t.path().to_owned(),
+        tool: worldline::sources::Tool::KimiCli,
         message: "m".into(),
         lines_before: 1,
     };

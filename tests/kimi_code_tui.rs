@@ -102,8 +102,46 @@ fn two_undo_branches_and_a_compaction_read_at_both_sizes() {
     }
 }
 
+/// `d` on a turn of the current branch composes a D-Mail back to it (by
+/// turns: a Kimi Code server undoes turns, it has no checkpoints); a turn
+/// behind a compaction can't be reached.
 #[test]
-fn a_compaction_inside_a_branch_is_drawn_in_its_own_words_and_d_is_not_offered() {
+fn d_on_a_turn_composes_a_dmail_by_turns() {
+    use worldline::ui::app::{Action, Denwa, Effect, Overlay};
+    use worldline::ui::compose::{Back, ACROSS_COMPACTION};
+    let mut a = app(100, 30);
+    select(&mut a, "Turn 6");
+    let Effect::Probe(target) = a.update(Action::DMail) else {
+        panic!("d on the last turn should probe: {:?}", a.status)
+    };
+    assert_eq!(target.back, Back::Turns(1));
+    assert_eq!(target.agent, 0);
+    a.update(Denwa::Probed {
+        target: target.clone(),
+        live: true,
+    });
+    assert!(matches!(a.overlay, Overlay::Compose(_)));
+    let screen = render(&mut a);
+    assert!(screen.contains("D-Mail → 1 turn back"), "{screen}");
+    assert!(screen.contains("going 1 turn back discards"), "{screen}");
+    a.update(Action::ComposeCancel);
+
+    // Behind the compaction: refused with the reason, nothing probed.
+    select(&mut a, "Turn 4");
+    assert!(matches!(a.update(Action::DMail), Effect::None));
+    assert_eq!(a.status.as_deref(), Some(ACROSS_COMPACTION));
+
+    // No server: the probe says what to do (start kimi web, or /web).
+    a.update(Denwa::Probed {
+        target,
+        live: false,
+    });
+    let status = a.status.clone().unwrap_or_default();
+    assert!(status.contains("/web"), "{status}");
+}
+
+#[test]
+fn a_compaction_inside_a_branch_is_drawn_in_its_own_words_and_d_goes_by_turns() {
     let mut a = app(120, 40);
     let screen = select(&mut a, "Scripted compaction summary");
     // β's track carries the compaction where it happened.
@@ -118,16 +156,17 @@ fn a_compaction_inside_a_branch_is_drawn_in_its_own_words_and_d_is_not_offered()
         "{screen}"
     );
     assert!(!screen.contains('⇲'), "{screen}");
-    // No checkpoints: the footer and help don't offer a D-Mail, `d` says why.
+    // No checkpoints, but its server undoes turns: the footer and help
+    // offer a D-Mail; `d` here says the compaction is in the way.
     let footer = screen.lines().last().unwrap();
-    assert!(!footer.contains("D-Mail"), "{footer}");
+    assert!(footer.contains("D-Mail"), "{footer}");
     assert!(footer.contains("? help"), "{footer}");
     press(&mut a, "d");
     assert_eq!(
         a.status.as_deref(),
-        Some(worldline::ui::compose::NO_CHECKPOINTS)
+        Some(worldline::ui::compose::ACROSS_COMPACTION)
     );
     press(&mut a, "?");
     let help = render(&mut a);
-    assert!(!help.contains("D-Mail to the selected"), "{help}");
+    assert!(help.contains("D-Mail to the selected ⚑ or turn"), "{help}");
 }

@@ -224,7 +224,7 @@ fn compose_send_accept_then_refuse() {
     select_at(&mut app, CURRENT, 9);
     assert!(matches!(key(&mut app, KeyCode::Char('d')), Effect::None));
     let c = compose_of(&app);
-    assert_eq!(c.target.checkpoint, 2);
+    assert_eq!(c.target.back, worldline::ui::compose::Back::Checkpoint(2));
     assert_eq!(c.target.record, cp2);
     // ⚑2 and its note are written again; the two answers after them go.
     assert_eq!(
@@ -303,7 +303,7 @@ fn compose_snapshot_wide() {
     select_at(&mut app, CURRENT, 5);
     key(&mut app, KeyCode::Char('d'));
     let c = compose_of(&app);
-    assert_eq!(c.target.checkpoint, 1);
+    assert_eq!(c.target.back, worldline::ui::compose::Back::Checkpoint(1));
     // After ⚑1's note: the D-Mail, an answer, ⚑2, its note, two answers.
     assert_eq!(
         compose::discarded(&session(&app), &c.target),
@@ -324,7 +324,7 @@ fn a_checkpoint_note_targets_its_checkpoint() {
     select_at(&mut app, CURRENT, 10);
     key(&mut app, KeyCode::Char('d'));
     let c = compose_of(&app);
-    assert_eq!(c.target.checkpoint, 2);
+    assert_eq!(c.target.back, worldline::ui::compose::Back::Checkpoint(2));
     assert_eq!(c.target.record, rec(&app, CURRENT, 9));
 }
 

@@ -650,7 +650,7 @@ fn d_on_a_folded_step_targets_its_checkpoint() {
     let Effect::Probe(target) = press(&mut app, "d") else {
         panic!("d asks whether the agent is live: {:?}", app.status);
     };
-    assert_eq!(target.checkpoint, 2);
+    assert_eq!(target.back, worldline::ui::compose::Back::Checkpoint(2));
 }
 
 #[test]

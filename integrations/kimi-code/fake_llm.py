@@ -4,6 +4,8 @@ Kimi Code sessions offline (127.0.0.1 only, Python 3 stdlib).
 Replies are a pure function of the request, so a scenario replays the same:
 * a compaction request (its instructions ask for a summary)  -> a fixed summary;
 * a last user message containing TOOL                        -> one Bash call;
+* a last user message containing SLOW                        -> a Bash call that sleeps 60 s
+  (a turn to interrupt);
 * after tool results                                         -> "Finished after N tool result(s).";
 * anything else                                              -> "Scripted reply to: <prompt>".
 Every request is appended to the log file given as argv[2] (one JSON line),
@@ -42,6 +44,9 @@ def reply_for(req):
         return {"content": "## Summary\nScripted compaction summary. (fake provider)"}
     if tools_after:
         return {"content": f"Finished after {tools_after} tool result(s). (scripted)"}
+    if "SLOW" in prompt and req.get("tools"):
+        return {"tool_call": {"name": "Bash", "arguments": json.dumps(
+            {"command": "sleep 60", "description": "a long turn", "timeout": 120000})}}
     if "TOOL" in prompt and req.get("tools"):
         return {"tool_call": {"name": "Bash", "arguments": json.dumps(
             {"command": "echo scripted-tool", "description": "scripted"})}}

@@ -10,6 +10,12 @@ worldline's world lines against what was driven and what Kimi Code answered.
    prompt on the fork. `worldline watch --json` follows the session from its
    first turn to the end; its final state must equal `tree --format json`
    of the final files.
+3. D-Mails with `worldline send` into another session of the same server:
+   `--status`, one into an idle session, one into a turn still running
+   (aborted first), refusals (too many turns, a compaction boundary, a
+   session no server has loaded, no server at all) with their exit codes,
+   each writing nothing; one more from the TUI (`d`, a message, Ctrl-S, in
+   tmux); the wire and `tree`/`watch` read them as D-Mails.
 
 Exit 0 when every check passed; otherwise prints what differed and exits 1.
 """
@@ -201,11 +207,12 @@ def run(args, env, home, proj, web_port, start):
     check(tree["tool"] == "kimi-code" and tree["title"] is None, "print-mode session: kimi-code, no title")
     check(branches(tree) == [("main", None, None, None, True)], f"print-mode session: one world line: {branches(tree)}")
     check(tree["world_lines"][0]["records"] >= 2, "print-mode session: prompt and reply are records")
+    print_sid = rows[0]["id"] if rows else None
     print(f"     (print mode took {time.time() - t0:.1f}s)", flush=True)
 
     # --- 2. kimi web -----------------------------------------------------------------
-    start([args.kimi, "web", "--no-open", "--port", str(web_port)], cwd=proj,
-          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    web = start([args.kimi, "web", "--no-open", "--port", str(web_port)], cwd=proj,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     token_file = os.path.join(home, "server.token")
     wait_for(lambda: os.path.exists(token_file) and open(token_file).read().strip(), 90, "kimi web's token")
     api = Api(web_port, open(token_file).read().strip())
@@ -338,6 +345,232 @@ def run(args, env, home, proj, web_port, start):
                             ignore=shutil.ignore_patterns("logs", "notify", "tasks"))
         shutil.copy(os.path.join(home, "session_index.jsonl"), os.path.join(dest, "home"))
         print(f"     saved the recording to {dest}", flush=True)
+
+    dmails(args, env, api, home, proj, print_sid, web, start)
+
+
+def tui_dmail(args, env, api, did, wire, proj):
+    if not shutil.which("tmux"):
+        print("SKIP the TUI D-Mail: no tmux", flush=True)
+        return
+    api.prompt(did, "D6: after the compaction, the wrong road again.")
+    sock = f"wl-bridge-{os.getpid()}"
+    tmux = lambda *a: subprocess.run(["tmux", "-L", sock, *a], env=env, capture_output=True, text=True, timeout=20)
+    pane = lambda: tmux("capture-pane", "-p", "-t", "wl").stdout
+    cmd = " ".join(["env", f"KIMI_CODE_HOME={env['KIMI_CODE_HOME']}", args.worldline, did])
+    try:
+        tmux("new-session", "-d", "-s", "wl", "-x", "120", "-y", "40", "-c", proj, cmd)
+        wait_for(lambda: "D6" in pane(), 20, "the TUI showing the session")
+        edges_before = sum(1 for v in wire_lines(wire) if v.get("type") == "agent.switched")
+        tmux("send-keys", "-t", "wl", "G")
+        time.sleep(0.3)
+        tmux("send-keys", "-t", "wl", "d")
+        shown = wait_for(lambda: (lambda p: p if "D-Mail →" in p else None)(pane()), 10, "the D-Mail box")
+        check("1 turn back" in shown, "d on the last turn opens the box for 1 turn back"
+              + ("" if "1 turn back" in shown else f":\n{shown}"))
+        msg = "From the TUI: the wrong road again; take the first."
+        tmux("send-keys", "-t", "wl", "-l", msg)
+        time.sleep(0.3)
+        tmux("send-keys", "-t", "wl", "C-s")
+        landed = wait_for(lambda: (lambda p: p if "D-Mail landed" in p else None)(pane()), 30, "the D-Mail to land")
+        check("1 turn back" in landed, "the TUI says where the D-Mail landed")
+        wait_for(lambda: api.idle(did), 60, "the TUI D-Mail's turn")
+        lines = wire_lines(wire)
+        edges = [v for v in lines if v.get("type") == "agent.switched"]
+        check(len(edges) == edges_before + 1 and edges[-1].get("turns") == 1,
+              f"the TUI's D-Mail wrote one more undo edge of 1 turn: {[(v['branch'], v.get('turns')) for v in edges]}")
+        tree = json.loads(worldline(args, env, "tree", did, "--format", "json"))
+        last = tree["world_lines"][-1]
+        check((last["fork"] or {}).get("kind") == "dmail" and last["fork"].get("message") == msg and last["current"],
+              f"tree reads the TUI's D-Mail as the current D-Mail world line: {last['fork']}")
+    finally:
+        tmux("kill-server")
+
+
+def send(args, env, *argv):
+    """`worldline send …`: (exit code, stdout, stderr, seconds)."""
+    t = time.time()
+    r = subprocess.run([args.worldline, "send", *argv], env=env, capture_output=True,
+                       text=True, timeout=120)
+    return r.returncode, r.stdout, r.stderr, time.time() - t
+
+
+def dmails(args, env, api, home, proj, print_sid, web, start):
+    t0 = time.time()
+    s = api.call("POST", "/sessions", {"title": "bridge: D-Mails", "metadata": {"cwd": proj}})
+    did = s["data"]["id"]
+    for t in ("D1: first.", "D2: second TOOL.", "D3: third, the wrong road."):
+        api.prompt(did, t)
+    ddir = wait_for(lambda: next((os.path.join(r, did) for r, ds, _ in os.walk(os.path.join(home, "sessions"))
+                                  if did in ds), None), 20, "the D-Mail session dir")
+    wire = os.path.join(ddir, "agents", "main", "wire.jsonl")
+    watch_path = os.path.join(os.path.dirname(home), "watch-dmail.jsonl")
+    watch_out = open(watch_path, "w")
+    watch = start([args.worldline, "watch", "--json", did], cwd=proj, stdout=watch_out)
+    time.sleep(1.0)
+
+    code, out, err, _ = send(args, env, did, "--status")
+    check(code == 0 and f"127.0.0.1:{api.base.split(':')[2].split('/')[0]}" in out
+          and "loaded: yes" in out and "idle" in out and "turns: 3" in out and "1..=3" in out,
+          f"send --status names the server, loaded, idle, 3 turns back: {code} {out!r} {err!r}")
+
+    # Refusals first: each exits 1 with Kimi Code's reason and writes nothing.
+    n = len(wire_lines(wire))
+    code, out, err, _ = send(args, env, did, "--turns-back", "9", "--message", "too far")
+    check(code == 1 and "only 3 of 9 requested turn(s) available" in err,
+          f"too many turns: exit 1 with Kimi Code's reason: {code} {err!r}")
+    check(len(wire_lines(wire)) == n, "the refused D-Mail wrote nothing")
+
+    # An idle session: undo one turn, the D-Mail is the next prompt.
+    msg1 = "D-Mail from the future: the third road is wrong, take the second."
+    code, out, err, _ = send(args, env, did, "--turns-back", "1", "--message", msg1)
+    check(code == 0 and "D-Mail accepted" in out, f"D-Mail into the idle session accepted: {code} {out!r} {err!r}")
+    time.sleep(0.3)
+    wait_for(lambda: api.idle(did), 60, "the D-Mail's turn")
+    lines = wire_lines(wire)
+    edges = [(i + 1, v) for i, v in enumerate(lines) if v.get("type") == "agent.switched"]
+    check([(v["branch"], v.get("reason"), v.get("turns")) for _, v in edges] == [("b1", "undo", 1)],
+          f"the wire holds agent.switched b1 (undo, 1 turn): {[v.get('branch') for _, v in edges]}")
+    after = [v.get("type") for v in lines[edges[0][0]:]] if edges else []
+    check(after[:2] == ["context.undo", "context.undone"], f"then context.undo and context.undone: {after[:3]}")
+    prompts = [v for v in lines if v.get("type") == "turn.prompt" and v.get("promptId", "").startswith("wl-dmail-")]
+    check(len(prompts) == 1 and prompts[0]["input"][0]["text"] == msg1
+          and prompts[0]["origin"]["clientMetadata"][0]["worldline"]["kind"] == "dmail",
+          f"the D-Mail's turn.prompt carries its prompt id and metadata: {prompts}")
+    tree = json.loads(worldline(args, env, "tree", did, "--format", "json"))
+    wl = {l["branch"]: l for l in tree["world_lines"]}
+    b1 = (wl.get("b1") or {}).get("fork") or {}
+    check((b1.get("kind"), b1.get("turns"), b1.get("message")) == ("dmail", 1, msg1) and wl["b1"]["current"],
+          f"tree reads b1 as a D-Mail with its message and turns: {b1}")
+    text = worldline(args, env, "tree", did)
+    check("D-Mail" in text, f"the text tree names the D-Mail: {text!r}")
+
+    # A retried D-Mail (the same text to the same turn) is refused from the wire: never undo twice.
+    # (Found by its prompt id only while that turn is the one it would undo again.)
+
+    # Mid-turn: a long turn runs; the D-Mail aborts it and goes back two turns (it counts as one).
+    r = api.call("POST", f"/sessions/{did}/prompts", {"content": [{"type": "text", "text": "D5: a SLOW turn."}]})
+    check(r.get("code") == 0, f"a long turn started: {r.get('msg')}")
+    wait_for(lambda: any(v.get("type") == "context.append_loop_event" and (v.get("event") or {}).get("type") == "tool.call"
+                         and "sleep" in json.dumps(v) for v in wire_lines(wire)), 30, "the long turn's tool call")
+    check(not api.idle(did), "the session is busy mid-turn")
+    code, out, _, _ = send(args, env, did, "--status")
+    check(code == 0 and "busy" in out, f"send --status says busy: {out!r}")
+    msg2 = "Second D-Mail: do not start the slow job, and keep the first road."
+    code, out, err, took = send(args, env, did, "--turns-back", "2", "--message", msg2)
+    check(code == 0 and "running turn aborted" in out, f"D-Mail into a running turn accepted: {code} {out!r} {err!r}")
+    check(took < 30, f"it did not wait for the slow turn: {took:.1f}s")
+    time.sleep(0.3)
+    wait_for(lambda: api.idle(did), 60, "the second D-Mail's turn")
+    lines = wire_lines(wire)
+    edges = [v for v in lines if v.get("type") == "agent.switched"]
+    check([(v["branch"], v.get("turns")) for v in edges] == [("b1", 1), ("b2", 2)],
+          f"the wire holds a second edge b2 of 2 turns: {[(v['branch'], v.get('turns')) for v in edges]}")
+    tree = json.loads(worldline(args, env, "tree", did, "--format", "json"))
+    wl = {l["branch"]: l for l in tree["world_lines"]}
+    b2 = (wl.get("b2") or {}).get("fork") or {}
+    check((b2.get("kind"), b2.get("turns"), b2.get("message"), wl.get("b2", {}).get("current"))
+          == ("dmail", 2, msg2, True), f"tree reads b2 as the current D-Mail world line: {b2}")
+    check(not tree["warnings"], f"no warnings: {tree['warnings']}")
+
+    # A compaction boundary: after /compact nothing can be undone.
+    c = api.call("POST", f"/sessions/{did}:compact", {})
+    check(c.get("code") == 0, f"compaction started: {c.get('msg')}")
+    wait_for(lambda: any(v.get("type") in ("full_compaction.complete", "full_compaction.cancel")
+                         for v in wire_lines(wire)), 60, "the compaction")
+    wait_for(lambda: api.idle(did), 30, "idle after compaction")
+    n = len(wire_lines(wire))
+    code, out, err, _ = send(args, env, did, "--turns-back", "1", "--message", "across the compaction")
+    check(code == 1 and "compaction boundary" in err, f"across a compaction: exit 1, compaction boundary: {code} {err!r}")
+    check(len(wire_lines(wire)) == n, "the refused D-Mail wrote nothing")
+
+    # The TUI: `d` on the last turn, a message, Ctrl-S; the D-Mail lands live.
+    tui_dmail(args, env, api, did, wire, proj)
+
+    # No server has the print-mode session loaded: exit 2, and what to do.
+    if print_sid:
+        code, out, err, _ = send(args, env, print_sid, "--turns-back", "1", "--message", "x")
+        check(code == 2 and "/web" in err, f"a session no server has loaded: exit 2 with /web advice: {code} {err!r}")
+
+    time.sleep(1.5)
+    watch.send_signal(signal.SIGTERM)
+    watch.wait(timeout=10)
+    watch_out.close()
+    events = [json.loads(l) for l in open(watch_path) if l.strip()]
+    seen = [e for e in events if e.get("event") == "world_line" and (e.get("fork") or {}).get("kind") == "dmail"]
+    tree = json.loads(worldline(args, env, "tree", did, "--format", "json"))
+    want = {l["branch"]: l["fork"]["message"] for l in tree["world_lines"] if (l["fork"] or {}).get("kind") == "dmail"}
+    check(len(want) >= 2 and {e["branch"]: e["fork"]["message"] for e in seen} == want,
+          f"watch saw every D-Mail world line appear live, with its message: {sorted(want)}")
+
+    # No server at all: exit 2.
+    os.killpg(web.pid, signal.SIGTERM)
+    web.wait(timeout=20)
+    code, out, err, _ = send(args, env, did, "--turns-back", "1", "--message", "x")
+    check(code == 2 and "no Kimi Code server" in err, f"no server running: exit 2: {code} {err!r}")
+    code, out, err, _ = send(args, env, did, "--status")
+    check(code == 2 and "kimi web" in err, f"send --status without a server: exit 2: {code} {err!r}")
+    tui_web(args, env, home, proj)
+    print(f"     (the D-Mails took {time.time() - t0:.1f}s)", flush=True)
+
+
+def tui_web(args, env, home, proj):
+    """Kimi Code's own TUI has no server: `/web` hands its session to one
+    (the TUI exits, the process serves), which loads the session only when
+    asked: `send` says so, and `--load` sends."""
+    if not shutil.which("tmux"):
+        print("SKIP the /web hand-over: no tmux", flush=True)
+        return
+    sessions = lambda: {d for r, ds, _ in os.walk(os.path.join(home, "sessions")) for d in ds if d.startswith("session_")}
+    before = sessions()
+    sock = f"kimi-tui-{os.getpid()}"
+    tmux = lambda *a: subprocess.run(["tmux", "-L", sock, *a], env=env, capture_output=True, text=True, timeout=20)
+    pane = lambda: tmux("capture-pane", "-p", "-t", "k").stdout
+    inst_dir = os.path.join(home, "server", "instances")
+    server_pid = None
+    try:
+        tmux("new-session", "-d", "-s", "k", "-x", "150", "-y", "45", "-c", proj,
+             " ".join(["env", f"KIMI_CODE_HOME={home}", f"PATH={env['PATH']}", args.kimi]))
+        wait_for(lambda: "Trust this folder" in pane() or "Version" in pane(), 60, "the Kimi Code TUI")
+        if "Trust this folder" in pane():
+            tmux("send-keys", "-t", "k", "Enter")
+            time.sleep(1.0)
+        tmux("send-keys", "-t", "k", "-l", "W1: typed in the Kimi Code TUI.")
+        time.sleep(0.3)
+        tmux("send-keys", "-t", "k", "Enter")
+        wait_for(lambda: "Scripted reply to: W1" in pane(), 60, "the TUI's turn")
+        new = wait_for(lambda: sessions() - before, 20, "the TUI's session")
+        tid = sorted(new)[0]
+        tmux("send-keys", "-t", "k", "-l", "/web")
+        time.sleep(0.3)
+        tmux("send-keys", "-t", "k", "Enter")
+        wait_for(lambda: os.path.isdir(inst_dir) and os.listdir(inst_dir), 60, "the /web server's instance file")
+        inst = json.load(open(os.path.join(inst_dir, os.listdir(inst_dir)[0])))
+        server_pid = inst["pid"]
+        # The instance file comes before the server listens.
+        wait_for(lambda: socket.socket().connect_ex(("127.0.0.1", inst["port"])) == 0, 60, "the /web server")
+        code, out, err, _ = send(args, env, tid, "--status")
+        check(code == 0 and "loaded: no" in out, f"after /web, --status: served, loaded nowhere: {code} {out!r} {err!r}")
+        code, out, err, _ = send(args, env, tid, "--turns-back", "1", "--message", "x")
+        check(code == 2 and "--load" in err, f"after /web, send without --load: exit 2, says --load: {code} {err!r}")
+        msg = "After /web: the D-Mail reaches the session the TUI handed over."
+        code, out, err, _ = send(args, env, tid, "--turns-back", "1", "--message", msg, "--load")
+        check(code == 0, f"after /web, send --load: accepted: {code} {out!r} {err!r}")
+        tdir = next(os.path.join(r, tid) for r, ds, _ in os.walk(os.path.join(home, "sessions")) if tid in ds)
+        twire = os.path.join(tdir, "agents", "main", "wire.jsonl")
+        wait_for(lambda: any("Scripted reply to: After /web" in json.dumps(v) for v in wire_lines(twire)), 60,
+                 "the D-Mail's reply")
+        tree = json.loads(worldline(args, env, "tree", tid, "--format", "json"))
+        last = tree["world_lines"][-1]
+        check((last["fork"] or {}).get("kind") == "dmail" and last["fork"].get("message") == msg,
+              f"the handed-over session shows the D-Mail world line: {last['fork']}")
+    finally:
+        tmux("kill-server")
+        if server_pid:
+            try:
+                os.kill(server_pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ pub enum Command {
     List(ListArgs),
     /// Stream a session's world lines and records as they appear
     Watch(WatchArgs),
-    /// Send a D-Mail to a live session through its DenwaRenji socket
+    /// Send a D-Mail to a live session (kimi-cli: its DenwaRenji socket; Kimi Code: its server)
     Send(SendArgs),
     /// Run a simulated agent that writes a live session, and watch it
     Demo(DemoArgs),
@@ -101,13 +101,23 @@ pub struct SendArgs {
     /// --status and no session, every live session of yours is listed
     #[arg(required_unless_present = "status")]
     pub target: Option<String>,
-    /// Checkpoint id to send the D-Mail back to
-    #[arg(long, required_unless_present = "status")]
+    /// kimi-cli: the checkpoint id to send the D-Mail back to
+    #[arg(long, conflicts_with_all = ["turns_back", "turn"])]
     pub checkpoint: Option<i64>,
+    /// Kimi Code: go back N turns (a running turn counts as one)
+    #[arg(long, value_name = "N", conflicts_with = "turn")]
+    pub turns_back: Option<u32>,
+    /// Kimi Code: keep turns 1..=K of the current world line, undo the rest
+    #[arg(long, value_name = "K")]
+    pub turn: Option<u32>,
+    /// Kimi Code: let a running server load a session no server has loaded
+    /// (only when no Kimi Code TUI has it open: two writers corrupt it)
+    #[arg(long)]
+    pub load: bool,
     /// The D-Mail text (read from stdin when absent)
     #[arg(long, conflicts_with = "status")]
     pub message: Option<String>,
-    /// Show n_checkpoints and the pending D-Mail instead of sending
+    /// Show how far back a D-Mail can go (and kimi-cli's pending D-Mail) instead of sending
     #[arg(long)]
     pub status: bool,
 }

@@ -25,6 +25,9 @@ pub fn send(a: &SendArgs) -> anyhow::Result<ExitCode> {
     send_command(&SendOptions {
         target,
         checkpoint: a.checkpoint,
+        turns_back: a.turns_back,
+        keep_turns: a.turn,
+        load: a.load,
         message: a.message.clone(),
         status: a.status,
     })

@@ -274,7 +274,7 @@ fn fork_items(a: usize, lines: &[LineStory], l: &LineStory, out: &mut Vec<Item>)
             v.extend(message.iter().cloned());
             v
         } else if is_dmail {
-            vec![format!("back to {}", cp_name(fk.checkpoint))]
+            vec![format!("back to {}", fk.back())]
         } else {
             vec![fk.headline(lines)]
         };

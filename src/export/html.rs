@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::markup::{esc, esc_line};
-use super::story::{cp_name, place_name, AgentStory, LineStory, Story, DMAIL_COLOUR};
+use super::story::{place_name, AgentStory, LineStory, Story, DMAIL_COLOUR};
 use crate::model::{Body, CallKey, Marker, Part, RecordMeta, Role};
 use crate::worldline::{Family, ForkKind, RecordRef, Session};
 
@@ -211,7 +211,7 @@ fn why(lines: &[LineStory], l: &LineStory) -> String {
             };
             format!(
                 "✉ a D-Mail {who} sent the agent back to {} of {from}",
-                cp_name(fk.checkpoint)
+                fk.back()
             )
         }
         ForkKind::Compaction => format!("⊜ {from} was compacted into a summary"),

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::worldline::{DMailAttempt, Family, LineMark, Session, SessionLink, WorldLine};
+use crate::worldline::{DMailAttempt, Family, ForkKind, LineMark, Session, SessionLink, WorldLine};
 
 pub fn session_json(s: &Session) -> Value {
     // Branches inside one file (Kimi Code) carry their marks by branch.
@@ -172,7 +172,8 @@ fn branch_json(f: &Family, l: &WorldLine) -> Value {
             "inferred": fk.inferred,
             "origin": fk.origin.and_then(name),
             "checkpoint": null,
-            "message": null,
+            // A D-Mail's body (worldline sent it as the branch's prompt).
+            "message": (fk.kind == ForkKind::Dmail).then(|| fk.message.clone()).flatten(),
             "sender": null,
         })
     });

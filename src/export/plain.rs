@@ -276,8 +276,8 @@ pub fn fork_label(f: &Family, i: usize) -> String {
                 Some(snd) => line_name(snd.call.line),
                 None => "outside the agent".to_string(),
             };
-            let to = fk.checkpoint.map_or("?".into(), |c| c.to_string());
-            format!("✉ D-Mail from {from} → ⚑{to}")
+            // `⚑3`, or `2 turns back` where the agent undoes turns.
+            format!("✉ D-Mail from {from} → {}", fk.dmail_back())
         }
         ForkKind::Undo => format!("↶ {}", fk.undo_summary()),
         ForkKind::Unknown if l.branch.is_some() => "? branch, reason unknown".to_string(),

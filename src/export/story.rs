@@ -98,6 +98,8 @@ pub struct ForkStory {
     pub tool_call_id: Option<String>,
     /// For a Kimi Code undo: `undo of 1 turn after line 47`.
     pub undo: Option<String>,
+    /// Turns a D-Mail (or undo) went back, where a source counts turns.
+    pub turns: Option<u32>,
 }
 
 /// A SendDMail call that did not fork (refused, or still without result).
@@ -112,6 +114,11 @@ pub struct Refused {
 }
 
 impl ForkStory {
+    /// Where a D-Mail went back to: `⚑2`, or `2 turns back`.
+    pub fn back(&self) -> String {
+        crate::worldline::family::back_name(self.checkpoint, self.turns)
+    }
+
     /// `D-Mail α⚑2 → ⚑1`, `compaction`, `/clear` …, with names from `lines`.
     pub fn headline(&self, lines: &[LineStory]) -> String {
         match self.kind {
@@ -120,7 +127,7 @@ impl ForkStory {
                     Some(p) => format!(" {}", place_name(lines, p)),
                     None => " from outside".to_string(),
                 };
-                format!("✉ D-Mail{from} → {}", cp_name(self.checkpoint))
+                format!("✉ D-Mail{from} → {}", self.back())
             }
             ForkKind::Compaction => "⊜ compaction".to_string(),
             ForkKind::Clear => "∅ /clear".to_string(),
@@ -296,6 +303,7 @@ fn line_story(f: &Family, i: usize) -> LineStory {
         sender: k.sender.as_ref().map(|snd| place(f, snd.call)),
         tool_call_id: k.sender.as_ref().map(|snd| snd.tool_call_id.clone()),
         undo: (k.kind == ForkKind::Undo).then(|| k.undo_summary()),
+        turns: k.turns,
     });
     LineStory {
         index: i,

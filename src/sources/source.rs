@@ -9,6 +9,7 @@ use std::time::SystemTime;
 
 use super::follow::{Follower, Rereader};
 use super::{Reading, SessionParts, SessionSummary, Tool};
+use crate::denwa::{Back, DMailRoute, TurnsError, TurnsSent, TurnsStatus};
 use crate::error::Result;
 use crate::model::{Body, RecordMeta};
 
@@ -93,6 +94,51 @@ pub trait Source: Sync {
 
     /// Where this agent's sessions are looked for, for messages.
     fn home_hint(&self) -> String;
+
+    /// What D-Mail the session at `path` can take: the compose box, `d`,
+    /// the footer and `send` ask this.
+    fn dmail_route(&self, _path: &Path) -> DMailRoute {
+        DMailRoute::None(format!(
+            "worldline cannot send a D-Mail into a {} session",
+            self.tool().as_str()
+        ))
+    }
+
+    /// For [`DMailRoute::Turns`]: the server's view of the session.
+    fn turns_status(&self, path: &Path) -> Result<TurnsStatus, TurnsError> {
+        Err(TurnsError::NoServer(self.no_turns(path)))
+    }
+
+    /// For [`DMailRoute::Turns`]: goes `back` turns and sends `message` as
+    /// the next prompt, marked as a D-Mail. `load`: a server may load a
+    /// session no server has loaded (the user says no other process has it
+    /// open).
+    fn send_turns_back(
+        &self,
+        path: &Path,
+        _back: Back,
+        _message: &str,
+        _load: bool,
+    ) -> Result<TurnsSent, TurnsError> {
+        Err(TurnsError::NoServer(self.no_turns(path)))
+    }
+
+    /// For [`DMailRoute::Turns`]: is a server there at all? Cheap (no
+    /// network): the compose box opens only then; `Err` says what to do.
+    fn turns_reachable(&self, path: &Path) -> std::result::Result<(), String> {
+        Err(self.no_turns(path))
+    }
+
+    /// Why a session takes no D-Mail by turns.
+    fn no_turns(&self, path: &Path) -> String {
+        match self.dmail_route(path) {
+            DMailRoute::None(why) => why,
+            _ => format!(
+                "a {} session goes back by checkpoints",
+                self.tool().as_str()
+            ),
+        }
+    }
 }
 
 /// How a session is written again by `worldline replay`.

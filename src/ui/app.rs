@@ -461,7 +461,7 @@ impl App {
                 if live {
                     self.overlay = Overlay::Compose(Box::new(Compose::new(target)));
                 } else {
-                    self.status = Some(compose::NOT_LIVE.into());
+                    self.status = Some(compose::not_live(&target));
                 }
                 Effect::None
             }

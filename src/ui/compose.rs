@@ -1,7 +1,9 @@
 //! D-Mail compose: the modal's state and drawing (what the revert discards,
 //! and what it leaves on disk, ready to insert into the message), and the
 //! two blocking jobs the runtime (or a test) runs for it: the liveness probe
-//! and the send. Revert semantics live in `worldline::revert`.
+//! and the send, by the session's route (a DenwaRenji socket and a
+//! checkpoint, or a server that undoes turns). Revert semantics live in
+//! `worldline::revert`.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -26,6 +28,11 @@ pub const NOT_CURRENT: &str =
     "d sends a D-Mail: this world line is not current: D-Mails go to the live one";
 pub const NO_CHECKPOINTS: &str = "d sends a D-Mail back to a ⚑ checkpoint: this session has none";
 pub const NOT_LIVE: &str = "not live: no DenwaRenji socket for this session";
+pub const NOT_A_TURN: &str = "d sends a D-Mail: select a record of the current world line";
+pub const ACROSS_COMPACTION: &str =
+    "d sends a D-Mail: a compaction lies after this turn, and undo never crosses one";
+pub const SUBAGENT: &str =
+    "d sends a D-Mail: a subagent's turns can't be undone through the agent's server";
 pub const EMPTY: &str = "the D-Mail is empty: type a message first";
 pub const MOVED: &str =
     "the checkpoint is no longer on the current world line: Esc and pick another";
@@ -36,7 +43,7 @@ pub const INSERT_KEY: char = 'o';
 /// Rows of kept changes the box shows; Ctrl-O inserts them all.
 const KEPT_ROWS: usize = 4;
 
-pub use crate::worldline::revert::{discarded, Discard, Target};
+pub use crate::worldline::revert::{discarded, Back, Discard, Target};
 
 /// An accepted D-Mail whose world line has not appeared yet.
 pub type PendingJump = crate::worldline::revert::SentDMail;
@@ -56,7 +63,10 @@ pub enum Reply {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendRequest {
     pub dir: PathBuf,
-    pub checkpoint: i64,
+    /// A checkpoint, or turns back.
+    pub back: Back,
+    pub session: PathBuf,
+    pub tool: crate::sources::Tool,
     pub message: String,
     /// World lines the agent had at sending: the D-Mail's comes after.
     pub lines_before: usize,
@@ -173,11 +183,42 @@ impl Compose {
 
 /// The checkpoint `d` would target from the selected record `r`, or why
 /// not, in the words the status line shows.
-pub fn target_of(session: &Session, agent: usize, r: RecordRef) -> Result<Target, &'static str> {
-    revert::target_of(session, agent, r).map_err(|e| match e {
-        NotATarget::NotACheckpoint => NOT_A_CHECKPOINT,
-        NotATarget::NotCurrent => NOT_CURRENT,
+pub fn target_of(
+    session: &Session,
+    agent: usize,
+    r: RecordRef,
+) -> Result<Target, std::borrow::Cow<'static, str>> {
+    let found = match revert::route(session) {
+        revert::DMailRoute::Checkpoints { .. } => revert::target_of(session, agent, r),
+        revert::DMailRoute::Turns => revert::turn_target_of(session, agent, r),
+        revert::DMailRoute::None(why) => return Err(format!("d sends a D-Mail: {why}").into()),
+    };
+    found.map_err(|e| {
+        match e {
+            NotATarget::NotACheckpoint => NOT_A_CHECKPOINT,
+            NotATarget::NotCurrent => NOT_CURRENT,
+            NotATarget::AcrossCompaction => ACROSS_COMPACTION,
+            NotATarget::Subagent => SUBAGENT,
+            NotATarget::NoTurn => NOT_A_TURN,
+        }
+        .into()
     })
+}
+
+/// Does `d` take any selected record (turns), not only a checkpoint?
+pub fn by_turns(session: &Session) -> bool {
+    revert::route(session) == revert::DMailRoute::Turns
+}
+
+/// Why the probe said no, in the status line's words.
+pub fn not_live(t: &Target) -> String {
+    match t.back {
+        Back::Checkpoint(_) => NOT_LIVE.to_string(),
+        _ => match t.tool.source().turns_reachable(&t.session) {
+            Err(why) => format!("not live: {why}"),
+            Ok(()) => "not live".to_string(),
+        },
+    }
 }
 
 /// Where an accepted D-Mail landed: the agent, the new world line and its
@@ -186,16 +227,35 @@ pub fn landing(session: &Session, j: &PendingJump) -> Option<(usize, usize, Reco
     revert::landing(session, j)
 }
 
-/// Is there a live DenwaRenji for this agent? Cheap: no connection.
+/// Is there a live DenwaRenji (or a server) for this agent? Cheap: no
+/// connection.
 pub fn probe(t: &Target) -> bool {
-    denwa::is_live(&t.dir)
+    match t.back {
+        Back::Checkpoint(_) => denwa::is_live(&t.dir),
+        _ => t.tool.source().turns_reachable(&t.session).is_ok(),
+    }
 }
 
-/// Hands the D-Mail to the agent's DenwaRenji. Blocks up to the client's
-/// timeouts, so the runtime calls it off the UI thread.
+/// Hands the D-Mail to the agent's DenwaRenji (or its server). Blocks up
+/// to the client's timeouts, so the runtime calls it off the UI thread.
 pub fn send(req: &SendRequest) -> Reply {
+    let checkpoint = match req.back {
+        Back::Checkpoint(c) => c,
+        back => {
+            return match req
+                .tool
+                .source()
+                // The TUI never loads a session: that is `send --load`'s,
+                // with the user's word that nothing else has it open.
+                .send_turns_back(&req.session, back, &req.message, false)
+            {
+                Ok(_) => Reply::Accepted,
+                Err(e) => Reply::Refused(e.to_string()),
+            };
+        }
+    };
     let sent = DenwaClient::connect_session(&req.dir)
-        .and_then(|mut c| c.send_dmail(&req.message, req.checkpoint));
+        .and_then(|mut c| c.send_dmail(&req.message, checkpoint));
     match sent {
         Ok(Ok(())) => Reply::Accepted,
         Ok(Err(reason)) => Reply::Refused(reason),
@@ -265,10 +325,13 @@ fn kept_section(c: &Compose, kept: Option<&Kept>, w: usize, t: &Theme) -> Vec<Li
             format!(
                 " {}",
                 sanitize_line(
-                    &format!(
-                        "nothing on disk to undo: no file changed, no command run after ⚑{}",
-                        c.target.checkpoint
-                    ),
+                    &match c.target.back {
+                        Back::Checkpoint(cp) => format!(
+                            "nothing on disk to undo: no file changed, no command run after ⚑{cp}"
+                        ),
+                        _ => "nothing on disk to undo: no file changed, no command run in those turns"
+                            .to_string(),
+                    },
                     w.saturating_sub(1),
                 )
             ),
@@ -289,7 +352,10 @@ pub fn draw(f: &mut Frame, session: &Session, c: &Compose, t: &Theme) {
     let w = 72.min(f.area().width).saturating_sub(2) as usize;
     let kept_rows = kept_section(c, kept.as_ref(), w, t);
     let area = area(f.area(), kept_rows.len() as u16);
-    let block = Block::bordered().title(format!(" D-Mail → checkpoint {} ", c.target.checkpoint));
+    let block = Block::bordered().title(match c.target.back {
+        Back::Checkpoint(cp) => format!(" D-Mail → checkpoint {cp} "),
+        _ => format!(" D-Mail → {} ", c.target.back_name()),
+    });
     let inner = block.inner(area);
     f.render_widget(Clear, area);
     f.render_widget(block, area);
@@ -313,11 +379,24 @@ pub fn draw(f: &mut Frame, session: &Session, c: &Compose, t: &Theme) {
                 .get(c.target.agent)
                 .and_then(|a| a.family.lines.get(line))
                 .map_or("", |l| l.file.as_str());
+            let (going, counted) = match c.target.back {
+                Back::Checkpoint(cp) => (
+                    format!("reverting to ⚑{cp}"),
+                    format!(
+                        "counted: every record after ⚑{cp}{}; the old file keeps them",
+                        if after_note { "'s note" } else { "" }
+                    ),
+                ),
+                _ => (
+                    format!("going {}", c.target.back_name()),
+                    "counted: the turn's prompt and all after it; the agent's undo keeps them in a branch"
+                        .to_string(),
+                ),
+            };
             vec![
                 Line::from(vec![
                     Span::raw(format!(
-                        " reverting to ⚑{} discards {n} record{} of ",
-                        c.target.checkpoint,
+                        " {going} discards {n} record{} of ",
                         if n == 1 { "" } else { "s" }
                     )),
                     Span::styled(format!("world line {}", line_name(line)), t.line(line)),
@@ -325,17 +404,7 @@ pub fn draw(f: &mut Frame, session: &Session, c: &Compose, t: &Theme) {
                 ]),
                 Line::from(vec![
                     Span::raw(" "),
-                    Span::styled(
-                        sanitize_line(
-                            &format!(
-                                "counted: every record after ⚑{}{}; the old file keeps them",
-                                c.target.checkpoint,
-                                if after_note { "'s note" } else { "" }
-                            ),
-                            w.saturating_sub(1),
-                        ),
-                        t.dim(),
-                    ),
+                    Span::styled(sanitize_line(&counted, w.saturating_sub(1)), t.dim()),
                 ]),
             ]
         }

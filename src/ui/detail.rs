@@ -225,11 +225,17 @@ fn forks_here(out: &mut Vec<Line<'static>>, f: &Family, r: RecordRef, t: &Theme)
 
 fn dmail_injection(out: &mut Vec<Line<'static>>, f: &Family, r: RecordRef, msg: &str, t: &Theme) {
     let fork = f.lines.get(r.line).and_then(|l| l.fork.as_ref());
-    let cp = fork
-        .and_then(|k| k.checkpoint)
-        .map_or("?".to_string(), |c| c.to_string());
+    let by_turns = fork.is_some_and(|k| k.checkpoint.is_none() && k.turns.is_some());
+    let back = match fork {
+        Some(k) if by_turns => k.dmail_back(),
+        _ => format!(
+            "checkpoint {}",
+            fork.and_then(|k| k.checkpoint)
+                .map_or("?".to_string(), |c| c.to_string())
+        ),
+    };
     out.push(Line::from(Span::styled(
-        format!("✉ D-Mail to checkpoint {cp}"),
+        format!("✉ D-Mail to {back}"),
         t.dmail(),
     )));
     let from = match fork.and_then(|k| k.sender.as_ref()) {
@@ -247,7 +253,12 @@ fn dmail_injection(out: &mut Vec<Line<'static>>, f: &Family, r: RecordRef, msg: 
     push_text(out, msg, t.bold());
     out.push(Line::default());
     out.push(Line::from(Span::styled(
-        "(kimi-cli wraps it in a note telling the agent never to mention it)".to_string(),
+        if by_turns {
+            "(the agent's undo took the turns back; this message is the next prompt)"
+        } else {
+            "(kimi-cli wraps it in a note telling the agent never to mention it)"
+        }
+        .to_string(),
         t.dim(),
     )));
 }

@@ -16,7 +16,13 @@ impl App {
     /// Is key binding `b` of use here (the footer and help leave out what
     /// isn't)?
     pub fn offers(&self, b: &super::keys::Binding) -> bool {
-        self.has_checkpoints() || !matches!((b.action)(), Action::DMail)
+        self.has_checkpoints() || self.by_turns() || !matches!((b.action)(), Action::DMail)
+    }
+
+    /// Does this session take D-Mails by turns (a server that undoes
+    /// them), with or without checkpoints?
+    fn by_turns(&self) -> bool {
+        self.session.as_deref().is_some_and(compose::by_turns)
     }
 
     /// `d`: explain, or ask the runtime whether the agent is live.
@@ -24,12 +30,27 @@ impl App {
         let Some(s) = self.session.clone() else {
             return Effect::None;
         };
-        if !self.has_checkpoints() {
+        // By turns any record of the current world line will do; by
+        // checkpoints the selected ⚑ (or the one a folded step holds).
+        let by_turns = compose::by_turns(&s);
+        if !by_turns && !self.has_checkpoints() {
             self.status = Some(compose::NO_CHECKPOINTS.into());
             return Effect::None;
         }
-        let Some(r) = self.dmail_record() else {
-            self.status = Some(compose::NOT_A_CHECKPOINT.into());
+        let r = if by_turns {
+            self.selected()
+        } else {
+            self.dmail_record()
+        };
+        let Some(r) = r else {
+            self.status = Some(
+                if by_turns {
+                    compose::NOT_A_TURN
+                } else {
+                    compose::NOT_A_CHECKPOINT
+                }
+                .into(),
+            );
             return Effect::None;
         };
         match compose::target_of(&s, self.agent, r) {
@@ -98,7 +119,9 @@ impl App {
             .map_or(0, |a| a.family.lines.len());
         Effect::SendDMail(SendRequest {
             dir: c.target.dir.clone(),
-            checkpoint: c.target.checkpoint,
+            back: c.target.back,
+            session: c.target.session.clone(),
+            tool: c.target.tool,
             message,
             lines_before,
         })
@@ -117,13 +140,18 @@ impl App {
                 if open.is_some() {
                     self.overlay = Overlay::None;
                 }
-                self.status = Some(format!(
-                    "D-Mail accepted: the agent reverts to checkpoint {} at the end of its step",
-                    request.checkpoint
-                ));
+                self.status = Some(match request.back {
+                    compose::Back::Checkpoint(cp) => format!(
+                        "D-Mail accepted: the agent reverts to checkpoint {cp} at the end of its step"
+                    ),
+                    back => format!(
+                        "D-Mail accepted: the agent went {} and takes it as its next prompt",
+                        crate::worldline::revert::back_words(back)
+                    ),
+                });
                 self.pending_jump = Some(PendingJump {
                     dir: request.dir,
-                    checkpoint: request.checkpoint,
+                    back: request.back,
                     message: request.message,
                     lines_before: request.lines_before,
                 });
@@ -152,9 +180,12 @@ impl App {
         let Some((agent, line, r)) = compose::landing(&s, j) else {
             return;
         };
+        let at = match j.back {
+            compose::Back::Checkpoint(cp) => format!("back at checkpoint {cp}"),
+            back => crate::worldline::revert::back_words(back),
+        };
         self.status = Some(format!(
-            "D-Mail landed: back at checkpoint {}, world line {} begins with it",
-            j.checkpoint,
+            "D-Mail landed: {at}, world line {} begins with it",
             line_name(line)
         ));
         self.pending_jump = None;

@@ -192,7 +192,7 @@ pub const TABLE: &[Binding] = &[
     },
     Binding {
         keys: "d",
-        what: "D-Mail to the selected ⚑ of the current line (Ctrl-S sends)",
+        what: "D-Mail to the selected ⚑ or turn of the current line",
         footer: Some(("d D-Mail", 7)),
         codes: &[ch('d')],
         action: || Action::DMail,

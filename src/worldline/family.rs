@@ -53,6 +53,22 @@ impl Fork {
         let how = if self.inferred { " (inferred)" } else { "" };
         format!("undo{turns}{at}{how}")
     }
+
+    /// Where a D-Mail went back to: `⚑3` (a checkpoint), `1 turn back`
+    /// (a server that undoes turns), `⚑?` when unknown.
+    pub fn dmail_back(&self) -> String {
+        crate::worldline::family::back_name(self.checkpoint, self.turns)
+    }
+}
+
+/// [`Fork::dmail_back`] from its parts.
+pub fn back_name(checkpoint: Option<i64>, turns: Option<u32>) -> String {
+    match (checkpoint, turns) {
+        (Some(c), _) => format!("⚑{c}"),
+        (None, Some(1)) => "1 turn back".to_string(),
+        (None, Some(n)) => format!("{n} turns back"),
+        (None, None) => "⚑?".to_string(),
+    }
 }
 
 /// The tool call that sent a D-Mail.

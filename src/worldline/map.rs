@@ -925,10 +925,10 @@ fn reason(family: &Family, i: usize, arcs: &[DMailArc]) -> String {
                 Some(a) => format!("{}{}", line_name(a.from_line), at(a.from_checkpoint)),
                 None => "outside".into(),
             };
-            let back = fork
-                .checkpoint
-                .map(|c| format!(" → ⚑{c}"))
-                .unwrap_or_default();
+            let back = match (fork.checkpoint, fork.turns) {
+                (None, None) => String::new(),
+                _ => format!(" → {}", fork.dmail_back()),
+            };
             let msg = fork
                 .message
                 .as_deref()

@@ -1,5 +1,7 @@
-//! Revert semantics: which checkpoint a D-Mail from a selected record goes
-//! back to (`target_of`), what the revert discards from the current world
+//! Revert semantics: which checkpoint (or, for an agent whose server undoes
+//! turns, how many turns) a D-Mail from a selected record goes back to
+//! (`target_of`, `turn_target_of`, by the session's `route`), what the
+//! revert discards from the current world
 //! line (`discarded`), where an accepted D-Mail lands (`landing`), and what
 //! a revert never undoes (`kept_by_revert`, `kept_at_landing`): kimi-cli
 //! rewinds only the conversation, so files written or edited and commands
@@ -9,7 +11,13 @@
 use std::path::PathBuf;
 
 use super::{Family, ForkKind, RecordRef, Session};
+pub use crate::denwa::{Back, DMailRoute};
 use crate::model::{Body, CallKey, Marker, Role};
+
+/// What D-Mail this session can take: its source says.
+pub fn route(session: &Session) -> DMailRoute {
+    session.tool.source().dmail_route(&session.dir)
+}
 
 /// Why a record can't be a D-Mail's target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,24 +26,51 @@ pub enum NotATarget {
     NotACheckpoint,
     /// A checkpoint, but not of the current world line.
     NotCurrent,
+    /// A turn, but a compaction lies between it and now: undo never
+    /// crosses one.
+    AcrossCompaction,
+    /// A subagent: its turns can't be undone from outside.
+    Subagent,
+    /// Before the first turn: nothing to go back to.
+    NoTurn,
 }
 
-/// The checkpoint a D-Mail would revert to.
+/// Where a D-Mail would go back to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
     /// The agent's directory, where its `denwa.json` is.
     pub dir: PathBuf,
     pub agent: usize,
-    /// The `_checkpoint` record (or its note when no record precedes it).
+    /// The `_checkpoint` record (or its note when no record precedes it);
+    /// for turns, the prompt of the first turn undone.
     pub record: RecordRef,
-    pub checkpoint: i64,
+    /// A checkpoint id, or turns back.
+    pub back: Back,
+    /// The session, and whose: a turns D-Mail goes through its source.
+    pub session: PathBuf,
+    pub tool: crate::sources::Tool,
 }
 
-/// A D-Mail DenwaRenji accepted, to find once its world line appears.
+impl Target {
+    /// `⚑3` or `2 turns back`.
+    pub fn back_name(&self) -> String {
+        back_words(self.back)
+    }
+}
+
+/// `⚑3` or `2 turns back`.
+pub fn back_words(back: Back) -> String {
+    match back {
+        Back::Checkpoint(c) => format!("⚑{c}"),
+        Back::Turns(n) | Back::KeepTurns(n) => super::family::back_name(None, Some(n)),
+    }
+}
+
+/// A D-Mail the agent accepted, to find once its world line appears.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SentDMail {
     pub dir: PathBuf,
-    pub checkpoint: i64,
+    pub back: Back,
     pub message: String,
     /// World lines the agent had when it accepted: the new one comes after.
     pub lines_before: usize,
@@ -73,7 +108,49 @@ pub fn target_of(session: &Session, agent: usize, r: RecordRef) -> Result<Target
         dir: a.dir.clone(),
         agent,
         record,
-        checkpoint,
+        back: Back::Checkpoint(checkpoint),
+        session: session.dir.clone(),
+        tool: session.tool,
+    })
+}
+
+/// For an agent that undoes turns: a D-Mail from the selected record `r`
+/// goes back to the turn `r` is in, undoing it and every later one (its
+/// prompt is replaced by the D-Mail). A turn is a user's prompt; the walk
+/// stops at a compaction, as the agent's undo does.
+pub fn turn_target_of(session: &Session, agent: usize, r: RecordRef) -> Result<Target, NotATarget> {
+    if agent != 0 {
+        return Err(NotATarget::Subagent);
+    }
+    let a = session.agents.first().ok_or(NotATarget::NoTurn)?;
+    let f = &a.family;
+    let current = current_line(f).ok_or(NotATarget::NotCurrent)?;
+    let i = position_on(f, current, r).ok_or(NotATarget::NotCurrent)?;
+    let len = f.line_len(current);
+    let meta = |k: usize| f.owner(current, k).and_then(|o| f.record(o));
+    let is_turn = |k: usize| meta(k).is_some_and(|m| *m.role() == Role::User);
+    let is_compaction = |k: usize| {
+        meta(k).is_some_and(|m| matches!(m.marker().as_deref(), Some(Marker::Compaction)))
+    };
+    // The turn `r` is in: the last prompt at or before it, else the first.
+    let start = (0..=i)
+        .rev()
+        .take_while(|&k| !is_compaction(k) || k == i)
+        .find(|&k| is_turn(k))
+        .or_else(|| (i..len).find(|&k| is_turn(k)))
+        .ok_or(NotATarget::NoTurn)?;
+    if (start..len).any(is_compaction) {
+        return Err(NotATarget::AcrossCompaction);
+    }
+    let turns = (start..len).filter(|&k| is_turn(k)).count();
+    let record = f.owner(current, start).ok_or(NotATarget::NotCurrent)?;
+    Ok(Target {
+        dir: a.dir.clone(),
+        agent,
+        record,
+        back: Back::Turns(u32::try_from(turns).unwrap_or(u32::MAX)),
+        session: session.dir.clone(),
+        tool: session.tool,
     })
 }
 
@@ -108,6 +185,14 @@ pub fn discarded(session: &Session, t: &Target) -> Option<Discard> {
     let f = &session.agents.get(t.agent)?.family;
     let current = current_line(f)?;
     let i = position_on(f, current, t.record)?;
+    if let Back::Turns(_) | Back::KeepTurns(_) = t.back {
+        // The turn's prompt and everything after it.
+        return Some(Discard {
+            records: f.line_len(current).saturating_sub(i),
+            line: current,
+            after_note: false,
+        });
+    }
     let next = f.owner(current, i + 1);
     let after_note = next
         .and_then(|r| f.record(r))
@@ -132,8 +217,12 @@ pub fn landing(session: &Session, sent: &SentDMail) -> Option<(usize, usize, Rec
         .skip(sent.lines_before)
         .find_map(|(i, l)| {
             let fork = l.fork.as_ref()?;
+            let to = match sent.back {
+                Back::Checkpoint(c) => fork.checkpoint == Some(c),
+                Back::Turns(n) | Back::KeepTurns(n) => fork.turns == Some(n),
+            };
             let same = fork.kind == ForkKind::Dmail
-                && fork.checkpoint == Some(sent.checkpoint)
+                && to
                 && fork.message.as_deref().map(str::trim) == Some(sent.message.trim());
             same.then_some(i)
         })?;

@@ -372,6 +372,12 @@ impl super::Source for KimiCli {
         Locator::from_env().sessions_root().display().to_string()
     }
 
+    fn dmail_route(&self, path: &Path) -> crate::denwa::DMailRoute {
+        crate::denwa::DMailRoute::Checkpoints {
+            dir: path.to_path_buf(),
+        }
+    }
+
     fn replay_style(&self, _path: &Path) -> super::ReplayStyle {
         super::ReplayStyle::Rotations {
             wire: layout::WIRE,

@@ -30,6 +30,19 @@ impl Home {
         Home { dir }
     }
 
+    /// The home a session directory lives in
+    /// (`<home>/sessions/<bucket>/<id>`), else the one from the environment.
+    pub fn of_session(dir: &Path) -> Home {
+        dir.parent()
+            .and_then(Path::parent)
+            .filter(|s| s.file_name().is_some_and(|n| n == "sessions"))
+            .and_then(Path::parent)
+            .map(|d| Home {
+                dir: d.to_path_buf(),
+            })
+            .unwrap_or_else(Home::from_env)
+    }
+
     pub fn sessions_root(&self) -> PathBuf {
         self.dir.join("sessions")
     }

@@ -5,10 +5,12 @@
 //! between sessions (`/fork`). World lines here are branches inside one
 //! append-only file, not files.
 
+pub mod dmail;
 pub mod home;
 pub mod live;
 pub mod parts;
 pub mod records;
+pub mod server;
 pub mod state;
 pub mod tree;
 pub mod wire;
@@ -391,5 +393,30 @@ impl crate::sources::Source for KimiCode {
 
     fn home_hint(&self) -> String {
         Home::from_env().sessions_root().display().to_string()
+    }
+
+    fn dmail_route(&self, _path: &Path) -> crate::denwa::DMailRoute {
+        crate::denwa::DMailRoute::Turns
+    }
+
+    fn turns_reachable(&self, path: &Path) -> std::result::Result<(), String> {
+        server::reachable(&Home::of_session(path))
+    }
+
+    fn turns_status(
+        &self,
+        path: &Path,
+    ) -> std::result::Result<crate::denwa::TurnsStatus, crate::denwa::TurnsError> {
+        dmail::status(&Home::of_session(path), path)
+    }
+
+    fn send_turns_back(
+        &self,
+        path: &Path,
+        back: crate::denwa::Back,
+        message: &str,
+        load: bool,
+    ) -> std::result::Result<crate::denwa::TurnsSent, crate::denwa::TurnsError> {
+        dmail::send(&Home::of_session(path), path, back, message, load)
     }
 }

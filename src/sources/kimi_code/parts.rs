@@ -174,7 +174,10 @@ fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize)
             label: format!("branch {}", sanitize_line(&b.name, 40)),
             branch: Some(b.name.clone()),
             fork: b.parent.map(|p| StatedFork {
-                kind: if b.reason.as_deref() == Some("undo") {
+                // An undo worldline made to deliver a D-Mail is one.
+                kind: if b.dmail.is_some() {
+                    ForkKind::Dmail
+                } else if b.reason.as_deref() == Some("undo") {
                     ForkKind::Undo
                 } else {
                     ForkKind::Unknown
@@ -188,6 +191,7 @@ fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize)
                     .or(Some(p))
                     .and_then(shown),
             }),
+            prompt: b.dmail.clone(),
             ..LineInfo::default()
         });
         files.push(file);

@@ -23,6 +23,7 @@ pub fn record_meta(e: &Entry) -> Option<RecordMeta> {
             injection,
             tool_calls,
             tool_call_id,
+            dmail,
         } => (
             if *injection {
                 Role::System
@@ -31,7 +32,8 @@ pub fn record_meta(e: &Entry) -> Option<RecordMeta> {
             },
             tool_calls.clone(),
             tool_call_id.clone(),
-            None,
+            // A D-Mail worldline sent reads as one, like kimi-cli's.
+            dmail.clone().map(Marker::DMailInjection),
         ),
         EntryKind::Step { tool_calls, .. } => (Role::Assistant, tool_calls.clone(), None, None),
         EntryKind::ToolResult {

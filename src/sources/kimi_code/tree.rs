@@ -27,6 +27,10 @@ pub struct Branch {
     pub inferred: bool,
     /// The branch's own lines (several when the agent switched back to it).
     pub segments: Ranges,
+    /// Its first prompt was a D-Mail worldline sent: the message.
+    pub dmail: Option<String>,
+    /// Its first prompt has been seen.
+    prompted: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -125,6 +129,8 @@ fn main_branch() -> Branch {
         edge_line: None,
         inferred: false,
         segments: Ranges::new(),
+        dmail: None,
+        prompted: false,
     }
 }
 
@@ -180,6 +186,8 @@ pub fn build(entries: &[Entry], line_count: u32) -> WireTree {
                     edge_line: Some(e.line),
                     inferred: false,
                     segments: Ranges::new(),
+                    dmail: None,
+                    prompted: false,
                 });
                 t.active = t.branches.len() - 1;
             }
@@ -213,6 +221,8 @@ pub fn build(entries: &[Entry], line_count: u32) -> WireTree {
                     edge_line: Some(e.line),
                     inferred: true,
                     segments: Ranges::new(),
+                    dmail: None,
+                    prompted: false,
                 });
                 t.active = t.branches.len() - 1;
             }
@@ -220,6 +230,20 @@ pub fn build(entries: &[Entry], line_count: u32) -> WireTree {
                 branch: t.active,
                 line: e.line,
             }),
+            EntryKind::Message {
+                role: Role::User,
+                injection: false,
+                dmail,
+                ..
+            } => {
+                let b = &mut t.branches[t.active];
+                if !b.prompted {
+                    b.prompted = true;
+                    if b.parent.is_some() {
+                        b.dmail = dmail.clone();
+                    }
+                }
+            }
             EntryKind::Forked => t.forked.push(Mark {
                 branch: t.active,
                 line: e.line,
@@ -307,6 +331,7 @@ mod tests {
                 injection: false,
                 tool_calls: Vec::new(),
                 tool_call_id: None,
+                dmail: None,
             },
         )
     }
@@ -345,6 +370,38 @@ mod tests {
     }
 
     #[test]
+    fn a_branch_whose_first_prompt_is_a_dmail_says_so() {
+        let dmail = |line: u32, text: Option<&str>| {
+            at(
+                line,
+                EntryKind::Message {
+                    role: Role::User,
+                    injection: false,
+                    tool_calls: Vec::new(),
+                    tool_call_id: None,
+                    dmail: text.map(str::to_string),
+                },
+            )
+        };
+        let e = vec![
+            dmail(3, Some("on main: not a branch's first")),
+            user(6),
+            edge(9, "b1", "main", 5),
+            at(10, EntryKind::Undo { count: 1 }),
+            dmail(12, Some("back!")),
+            dmail(14, Some("later prompts don't count")),
+            edge(15, "b2", "b1", 13),
+            at(16, EntryKind::Undo { count: 1 }),
+            user(17),
+            dmail(18, Some("not first")),
+        ];
+        let t = build(&e, 19);
+        assert_eq!(t.branches[0].dmail, None);
+        assert_eq!(t.branches[1].dmail.as_deref(), Some("back!"));
+        assert_eq!(t.branches[2].dmail, None);
+    }
+
+    #[test]
     fn a_mixed_wire_folds_its_old_undos() {
         let e = vec![
             user(3),
@@ -375,6 +432,7 @@ mod tests {
                 injection: true,
                 tool_calls: Vec::new(),
                 tool_call_id: None,
+                dmail: None,
             },
         );
         let e = vec![

@@ -54,6 +54,9 @@ pub enum EntryKind {
         injection: bool,
         tool_calls: Vec<ToolCallHead>,
         tool_call_id: Option<String>,
+        /// A D-Mail worldline sent (`origin.clientMetadata` names it): its
+        /// text.
+        dmail: Option<String>,
     },
     /// `step.begin` and everything its `stepUuid` gathers: the assistant
     /// message of one step.
@@ -319,7 +322,7 @@ impl WireIndex {
             "context.clear" => EntryKind::Clear,
             "forked" => EntryKind::Forked,
             "context.append_message" => match rec.message {
-                Some(m) => message_kind(m),
+                Some(m) => message_kind(m, line),
                 None => return,
             },
             "subagent.spawned" => match s(&rec.subagent_id) {
@@ -470,7 +473,35 @@ fn u32_of(v: &Value, key: &str) -> Option<u32> {
         .and_then(|n| u32::try_from(n).ok())
 }
 
-fn message_kind(m: SlimMessage) -> EntryKind {
+/// Is this `origin` a D-Mail worldline sent? `clientMetadata` is the
+/// prompt's `metadata` (2.1.0 keeps it in a list).
+pub fn is_dmail_origin(origin: &Value) -> bool {
+    let is = |m: &Value| m.pointer("/worldline/kind").and_then(Value::as_str) == Some("dmail");
+    match origin.get("clientMetadata") {
+        Some(Value::Array(items)) => items.iter().any(is),
+        Some(m) => is(m),
+        None => false,
+    }
+}
+
+/// The text of a D-Mail's message: its line read again, whole (rare, so
+/// the slim parse of every other message stays slim).
+fn dmail_text(line: &[u8]) -> String {
+    let v: Value = serde_json::from_slice(line)
+        .or_else(|_| serde_json::from_str(&lenient::repair(line)))
+        .unwrap_or(Value::Null);
+    match v.pointer("/message/content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+fn message_kind(m: SlimMessage, line: &[u8]) -> EntryKind {
     let s = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).map(str::to_string);
     let role = Role::parse(m.role.as_ref().and_then(Value::as_str).unwrap_or(""));
     let injection = m
@@ -497,11 +528,15 @@ fn message_kind(m: SlimMessage) -> EntryKind {
                 .collect()
         })
         .unwrap_or_default();
+    let dmail =
+        (role == Role::User && !injection && m.origin.as_ref().is_some_and(is_dmail_origin))
+            .then(|| dmail_text(line));
     EntryKind::Message {
         role,
         injection,
         tool_calls,
         tool_call_id: s(&m.tool_call_id).or_else(|| s(&m.tool_call_id_snake)),
+        dmail,
     }
 }
 
@@ -743,6 +778,24 @@ mod tests {
         assert_eq!(ix.entries.len(), 1);
         assert_eq!(ix.entries[0].line, 3);
         assert_eq!(ix.entries[0].offset, (20 + big.len()) as u64);
+    }
+
+    #[test]
+    fn a_dmail_worldline_sent_is_read_with_its_text() {
+        let wire = concat!(
+            "{\"type\":\"context.append_message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"plain\"}],\"origin\":{\"kind\":\"user\",\"clientMetadata\":[{\"other\":1}]}}}\n",
+            "{\"type\":\"context.append_message\",\"message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"go \"},{\"type\":\"text\",\"text\":\"back\"}],\"id\":\"wl-dmail-1\",\"origin\":{\"kind\":\"user\",\"clientMetadata\":[{\"worldline\":{\"kind\":\"dmail\",\"turns\":1}}]}}}\n",
+        );
+        let ix = WireIndex::parse("w", Path::new("/w"), wire.as_bytes());
+        let dmails: Vec<Option<String>> = ix
+            .entries
+            .iter()
+            .map(|e| match &e.kind {
+                EntryKind::Message { dmail, .. } => dmail.clone(),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(dmails, [None, Some("go back".to_string())]);
     }
 
     #[test]
