@@ -578,3 +578,34 @@ fn only_sources_name_an_agent() {
         "files outside sources/ naming an agent: {offenders:?}"
     );
 }
+
+/// The world-line builder opens no file: sources hand it world lines with
+/// their forks, and bodies and line heads come through the session's
+/// source. Tests inside its files may make sessions on disk.
+#[test]
+fn the_builder_opens_no_file() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/worldline");
+    let mut offenders = Vec::new();
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for n in [
+            "std::fs",
+            "File::open",
+            "OpenOptions",
+            "read::load",
+            "read::guard",
+            "same_record_on_disk",
+            "index_file",
+        ] {
+            if code.contains(n) {
+                offenders.push(format!("{}: {n}", p.display()));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "the builder opens files: {offenders:?}"
+    );
+}

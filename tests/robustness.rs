@@ -20,12 +20,17 @@ fn index_in_chunks(name: &str, bytes: &[u8], cuts: &[usize]) -> FileIndex {
     ix.into_index()
 }
 
+/// Builds the files as kimi-cli's rotations: its source says where each
+/// forks.
 fn build(files: Vec<FileIndex>) -> Session {
+    let (forks, lines) = worldline::sources::kimi_cli::forks::infer(&files);
     let s = Session::from_parts(
         std::path::Path::new("/nonexistent"),
         None,
         AgentFiles {
             files,
+            forks,
+            lines,
             ..AgentFiles::default()
         },
         Vec::new(),

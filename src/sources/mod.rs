@@ -3,10 +3,10 @@
 //! A source (`sources/<agent>/`) owns everything about where an agent keeps
 //! its sessions and how their bytes are laid out. It hands the builder
 //! (`worldline::Session::build`) a [`SessionParts`]: per agent a list of world
-//! lines, each a named record list with where its bodies live, and how each
-//! leaves its parent (inferred from a shared prefix, as kimi-cli's rotated
-//! context files need, or given explicitly, as Kimi Code's wire branches
-//! are); wire times; subagent meta and how a subagent links to its parent's
+//! lines, each a named record list with where its bodies live, and how and
+//! why each leaves its parent (kimi-cli's source infers it from a rotated
+//! context file's shared prefix, Kimi Code's reads its wire's branches);
+//! wire times; subagent meta and how a subagent links to its parent's
 //! call; the title; and lineage between sessions. Past this line nothing
 //! opens a file.
 //!
@@ -155,7 +155,7 @@ pub struct AgentParts {
     /// fork, then its own).
     pub files: Vec<FileIndex>,
     /// How world line `i` leaves its parent; a missing entry means
-    /// [`LineFork::Infer`].
+    /// [`LineFork::Root`].
     pub forks: Vec<LineFork>,
     pub wire: Option<WireLog>,
     /// `None` for the main agent.
@@ -166,9 +166,9 @@ pub struct AgentParts {
     /// file that is a FIFO or too big, a name that is no world line, an
     /// unreadable directory); the main agent's also hold the session's.
     pub warnings: Vec<Warning>,
-    /// What the source states about each world line beyond where it forks
-    /// (Kimi Code's branches: names, undo turns, fork lines); empty: the
-    /// builder names world lines by file and classifies forks by records.
+    /// What the source states about each world line beyond where it forks:
+    /// its name, why it forks (a missing entry: for no reason worldline
+    /// knows), undo turns, fork lines; empty: world lines are named by file.
     pub lines: Vec<LineInfo>,
     /// The world line the agent sees now, when it isn't the last one.
     pub current: Option<usize>,
@@ -192,7 +192,7 @@ pub struct LineInfo {
     pub label: String,
     /// The branch name as the file has it.
     pub branch: Option<String>,
-    /// Why it forks, when the source knows; `None`: classify by records.
+    /// Why it forks; `None`: for a reason worldline doesn't know.
     pub fork: Option<StatedFork>,
     /// Tree-shaped formats name their entries: the id of this world line's
     /// last entry (JSON `leaf`; a child's `parent` is its parent's leaf).
@@ -320,18 +320,16 @@ pub struct EntryLabel {
 /// Kept so callers written before the seam still build.
 pub type AgentFiles = AgentParts;
 
-/// Where a world line leaves its parent.
+/// Where a world line leaves its parent, as its source found it (the
+/// builder infers nothing).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LineFork {
-    /// The previous world line is the parent; the shared prefix is the
-    /// longest run of equal records (kimi-cli rotations).
-    #[default]
-    Infer,
-    /// The source knows: `parent` is a world line index (lower than this
-    /// one), `shared` the number of records both hold (Kimi Code's
-    /// `agent.switched` base line).
+    /// `parent` is a world line index (lower than this one), `shared` the
+    /// number of records both hold: a kimi-cli rotation's longest run of
+    /// equal records, Kimi Code's `agent.switched` base line.
     Explicit { parent: usize, shared: usize },
     /// A new tree: nothing shared, no parent.
+    #[default]
     Root,
 }
 

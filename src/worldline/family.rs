@@ -1,15 +1,16 @@
 //! Rebuilding one agent's world lines from the record lists its source
-//! found (pure: indexes in, world lines out). A world line's parent is the
-//! one before it and the shared prefix the longest run of equal records,
-//! unless the source says where it forks; the first differing record tells
-//! why. Given the previous snapshot's family, a world line whose records
-//! only grew keeps what its old records decided and looks at the new ones.
+//! found (pure: indexes in, world lines out). The source says where each
+//! world line leaves its parent and why; the builder checks it, names the
+//! world line that wrote the fork point, and links D-Mails to the calls
+//! that sent them. Given the previous snapshot's family, a world line whose
+//! records only grew keeps what its old records decided and looks at the
+//! new ones.
 
 use petgraph::graph::NodeIndex;
 
 use super::graph::RecordRef;
 use super::wire::{Times, Timing};
-use crate::model::{CallKey, Marker, RecordMeta, Role};
+use crate::model::{CallKey, Marker, RecordMeta};
 use crate::read::FileIndex;
 use crate::sources::{LineFork, LineInfo};
 
@@ -206,8 +207,8 @@ fn owner_line(lines: &[WorldLine], mut line: usize, record: usize) -> Option<usi
 }
 
 /// Builds one family's world lines. `forks[i]` says how world line `i`
-/// leaves its parent (missing: infer); `stated` and `current` are what the
-/// source states about them ([`apply_stated`]). `prev`: the same agent's
+/// leaves its parent (missing: a root), `stated[i]` why and what it is
+/// called ([`apply_stated`]), `current` which one the agent sees now. `prev`: the same agent's
 /// family in the previous snapshot, whose records these extend where
 /// [`crate::read::Records::extends`] says so; what only depends on records
 /// it already had is taken from it.
@@ -231,27 +232,7 @@ pub fn build_family(
         .collect();
     let mut lines: Vec<WorldLine> = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {
-        let was = prev
-            .and_then(|p| p.lines.get(i))
-            .filter(|_| grown[i].is_some());
         let (parent, shared) = match forks.get(i).copied().unwrap_or_default() {
-            LineFork::Infer => match i.checked_sub(1) {
-                Some(p) => {
-                    let shared = match (was, grown[p], grown[i]) {
-                        (Some(w), Some(plen), Some(olen)) if w.parent == Some(p) => {
-                            // Diverged before either ended: final.
-                            if w.shared < plen && w.shared < olen {
-                                w.shared
-                            } else {
-                                shared_prefix_from(&files[p], file, w.shared)
-                            }
-                        }
-                        _ => shared_prefix_of_files(&files[p], file),
-                    };
-                    (Some(p), shared)
-                }
-                None => (None, 0),
-            },
             // A source's word is checked against what it hands over: a
             // parent must come first, and the shared part exist in both.
             LineFork::Explicit { parent, shared } if parent < i => {
@@ -264,26 +245,36 @@ pub fn build_family(
             (Some(p), Some(last)) => owner_line(&lines, p, last),
             _ => None,
         };
-        let fork = parent.map(|p| {
-            // What the fork is depends on the shared records and the first
-            // own one: unchanged when both were there before (and no
-            // source restates it).
-            let kept = was
-                .filter(|w| {
-                    stated.is_empty()
-                        && w.parent == Some(p)
-                        && w.shared == shared
-                        && grown[p].is_some()
-                        && grown[i].is_some_and(|n| n > shared)
+        let fork = parent.map(|_| {
+            let info = stated.get(i);
+            let sf = info.and_then(|l| l.fork).unwrap_or_default();
+            // A D-Mail goes back to the last checkpoint both hold: the same
+            // while its shared records are (they only grew past them).
+            let checkpoint = (sf.kind == ForkKind::Dmail)
+                .then(|| {
+                    let kept = prev
+                        .and_then(|p| p.lines.get(i))
+                        .filter(|w| grown[i].is_some() && w.shared == shared)
+                        .and_then(|w| w.fork.as_ref())
+                        .filter(|f| f.kind == ForkKind::Dmail);
+                    match kept {
+                        Some(f) => f.checkpoint,
+                        None => file.records[..shared]
+                            .iter()
+                            .rev()
+                            .find_map(|r| r.checkpoint()),
+                    }
                 })
-                .and_then(|w| w.fork.clone());
-            match kept {
-                Some(mut f) => {
-                    f.origin = origin;
-                    f.sender = None;
-                    f
-                }
-                None => classify(&files[p], file, shared, origin),
+                .flatten();
+            Fork {
+                kind: sf.kind,
+                checkpoint,
+                message: info.and_then(|l| l.prompt.clone()),
+                origin: sf.origin.or(origin),
+                sender: None,
+                turns: sf.turns,
+                line: sf.line,
+                inferred: sf.inferred,
             }
         });
         lines.push(WorldLine {
@@ -322,98 +313,20 @@ pub fn build_family(
     family
 }
 
-/// Names world lines and their forks as the source states them (Kimi
-/// Code's branches), and marks the one the agent sees now.
+/// Names world lines as the source states them, and marks the one the
+/// agent sees now.
 fn apply_stated(family: &mut Family, stated: &[LineInfo], current: Option<usize>) {
     for (l, info) in family.lines.iter_mut().zip(stated) {
         l.file = info.label.clone();
         l.branch = info.branch.clone();
         l.leaf = info.leaf.clone();
         l.after = info.after.clone();
-        if let (Some(fork), Some(sf)) = (l.fork.as_mut(), info.fork) {
-            fork.kind = sf.kind;
-            if info.prompt.is_some() {
-                fork.message = info.prompt.clone();
-            }
-            fork.line = sf.line;
-            fork.turns = sf.turns;
-            fork.inferred = sf.inferred;
-            fork.origin = sf.origin.or(fork.origin);
-        }
     }
     if let Some(c) = current.filter(|&c| c < family.lines.len()) {
         for (i, l) in family.lines.iter_mut().enumerate() {
             l.current = i == c;
         }
     }
-}
-
-pub use crate::model::shared_prefix;
-
-/// [`shared_prefix`], where two records whose text differs still count as
-/// shared when kimi-cli's Python reads them as the same value (it rewrites
-/// `_checkpoint c`, and a record with a repeated key is not the same text
-/// once rewritten).
-pub fn shared_prefix_of_files(old: &FileIndex, new: &FileIndex) -> usize {
-    shared_prefix_from(old, new, 0)
-}
-
-/// [`shared_prefix_of_files`], knowing the first `n` records are shared.
-fn shared_prefix_from(old: &FileIndex, new: &FileIndex, mut n: usize) -> usize {
-    loop {
-        n += shared_prefix(&old.records[n..], &new.records[n..]);
-        if n < old.records.len()
-            && n < new.records.len()
-            && crate::read::same_record_on_disk(old, n, new, n)
-        {
-            n += 1;
-        } else {
-            return n;
-        }
-    }
-}
-
-fn classify(parent: &FileIndex, file: &FileIndex, shared: usize, origin: Option<usize>) -> Fork {
-    let prefix = &file.records[..shared];
-    let first = file.records.get(shared);
-    let mut fork = Fork {
-        kind: ForkKind::Unknown,
-        checkpoint: None,
-        message: None,
-        origin,
-        sender: None,
-        turns: None,
-        line: None,
-        inferred: false,
-    };
-    match first.and_then(|r| r.marker()).as_deref() {
-        Some(Marker::DMailInjection(message)) => {
-            fork.kind = ForkKind::Dmail;
-            fork.checkpoint = prefix.iter().rev().find_map(|r| r.checkpoint());
-            fork.message = Some(message.clone());
-        }
-        Some(Marker::Compaction) => fork.kind = ForkKind::Compaction,
-        _ if looks_cleared(prefix, first, parent) => fork.kind = ForkKind::Clear,
-        _ => {}
-    }
-    fork
-}
-
-/// After `/clear` a file starts empty and the next turn writes the system
-/// prompt and checkpoint 0 again: at most those are shared by text.
-fn looks_cleared(prefix: &[RecordMeta], first: Option<&RecordMeta>, parent: &FileIndex) -> bool {
-    let only_preamble = prefix
-        .iter()
-        .all(|r| match (r.role(), r.marker().as_deref()) {
-            (Role::SystemPrompt, _) => true,
-            (Role::Checkpoint, _) => r.checkpoint() == Some(0),
-            (Role::User, Some(Marker::CheckpointNote(0))) => true,
-            _ => false,
-        });
-    // A file identical to its parent so far (still being written) has not
-    // diverged yet, so it is not a clear.
-    let diverged = first.is_some() || prefix.len() < parent.records.len();
-    only_preamble && diverged
 }
 
 /// Links each D-Mail fork to the SendDMail call in the abandoned world line:

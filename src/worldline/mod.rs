@@ -231,7 +231,7 @@ impl Session {
         self.tool.source().load_body(&file.path, meta)
     }
 
-    /// The first `max` bytes of a record's line, raw.
+    /// The first `max` bytes of a record's line, raw, through its source.
     pub fn line_head(&self, r: RecordRef, max: usize) -> Result<Vec<u8>> {
         let file = self
             .agents

@@ -228,7 +228,6 @@ pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
                 parent: p,
                 shared: l.shared,
             },
-            None if files.len() == 1 => LineFork::Infer,
             None => LineFork::Root,
         });
         let leaf = read.id_text(l.leaf);

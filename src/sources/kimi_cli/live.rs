@@ -10,6 +10,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::forks::Forks;
 use super::layout::{self, AgentSpec, Layout, MetaSource};
 use super::wire;
 use super::{lineage, meta};
@@ -105,6 +106,8 @@ struct AgentState {
     /// The wire was read again from its start since the last snapshot, so
     /// times joined from the old one cannot be continued.
     wire_reset: bool,
+    /// Where its world lines fork, as last handed over.
+    forks: Forks,
 }
 
 impl AgentState {
@@ -127,6 +130,7 @@ impl AgentState {
             current_activity: None,
             current_missing: false,
             wire_reset: false,
+            forks: Forks::default(),
         }
     }
 
@@ -322,15 +326,20 @@ impl AgentState {
         unfinished.then_some(until)
     }
 
-    fn agent_parts(&self) -> AgentParts {
+    /// The agent's parts; where its world lines fork is continued from the
+    /// last call.
+    fn agent_parts(&mut self) -> AgentParts {
         let keep = layout::world_line_files(&self.files, |f| f.rotation, |f| f.tail.read_to() == 0);
+        let files: Vec<_> = keep
+            .into_iter()
+            .map(|i| self.files[i].tail.index().clone())
+            .collect();
+        let (forks, lines) = self.forks.infer(&files);
         AgentParts {
             dir: self.dir.clone(),
-            files: keep
-                .into_iter()
-                .map(|i| self.files[i].tail.index().clone())
-                .collect(),
-            forks: Vec::new(),
+            files,
+            forks,
+            lines,
             wire: self
                 .wire
                 .as_ref()
@@ -538,8 +547,12 @@ impl SessionState {
         }
         let mut subs: Vec<(&AgentSpec, AgentParts)> = self
             .subs
-            .values()
-            .map(|a| (&a.spec, a.agent_parts()))
+            .values_mut()
+            .map(|a| {
+                let parts = a.agent_parts();
+                let a: &AgentState = a;
+                (&a.spec, parts)
+            })
             .collect();
         layout::sort_subagents(&mut subs, |(s, a)| {
             (*s, a.meta.as_ref().and_then(|m| m.created_at))

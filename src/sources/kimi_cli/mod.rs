@@ -4,6 +4,7 @@
 //! `/fork` and `/undo` (`lineage`). Loading hands the world-line builder a
 //! [`SessionParts`]; the live tail (`crate::live`) asks the same rules.
 
+pub mod forks;
 pub mod layout;
 pub mod lineage;
 pub mod listing;
@@ -163,8 +164,9 @@ fn looks_like_context(path: &Path) -> bool {
     }
 }
 
-/// Indexes one agent's family. File names carry the spec's prefix so
-/// warnings from subagents say where they are. What cannot be read beside
+/// Indexes one agent's family, each world line forking from the one
+/// before ([`forks`]). File names carry the spec's prefix so warnings from
+/// subagents say where they are. What cannot be read beside
 /// the context files (`wire.jsonl`, `meta.json`, skipped names) becomes a
 /// warning, never a failure.
 /// The wire is read only when `reading.times` asks for it; without it a
@@ -205,10 +207,12 @@ pub fn read_agent(spec: &AgentSpec, reading: Reading) -> Result<AgentParts> {
     if let Some(why) = meta_problem {
         warnings.push(warning(format!("{}{}", spec.prefix, layout::META), why));
     }
+    let (forks, lines) = forks::infer(&files);
     Ok(AgentParts {
         dir: spec.dir.clone(),
         files,
-        forks: Vec::new(),
+        forks,
+        lines,
         wire,
         meta,
         link: spec.link.clone(),

@@ -167,7 +167,6 @@ fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize)
                     .map_or(0, |pf| pf.records.partition_point(|r| r.line() <= fl));
                 LineFork::Explicit { parent: p, shared }
             }
-            None if bi == 0 => LineFork::Infer,
             None => LineFork::Root,
         };
         lines.push(LineInfo {

@@ -102,7 +102,6 @@ pub fn session_parts(
                 parent: p,
                 shared: tree.depth[a as usize] as usize + 1,
             },
-            _ if k == 0 => LineFork::Infer,
             _ => LineFork::Root,
         });
         // What started it never changes: worked out once per line.
