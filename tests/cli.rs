@@ -420,29 +420,37 @@ fn text_dot_and_mermaid_show_the_lineage() {
     assert!(mm.contains("src ==>|\"/fork · 23 records\"| a0l0"), "{mm}");
 }
 
+/// Every `.rs` file under `src/`, as a path relative to `src/` and its
+/// text, for the layering tests.
+fn source_files() -> Vec<(PathBuf, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![src.clone()];
+    let mut out = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                let rel = p.strip_prefix(&src).unwrap().to_path_buf();
+                out.push((rel, std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The library never sees the command line: `grep -rn clap src` finds only
 /// the binary's command layer (`src/cmd/`, `src/main.rs`).
 #[test]
 fn only_the_command_layer_imports_clap() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut stack = vec![src.clone()];
-    let mut offenders = Vec::new();
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let rel = p.strip_prefix(&src).unwrap().to_path_buf();
-            if rel.starts_with("cmd") || rel == Path::new("main.rs") {
-                continue;
-            }
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "rs")
-                && std::fs::read_to_string(&p).unwrap().contains("clap")
-            {
-                offenders.push(rel);
-            }
-        }
-    }
+    let offenders: Vec<PathBuf> = source_files()
+        .into_iter()
+        .filter(|(rel, _)| !rel.starts_with("cmd") && rel != Path::new("main.rs"))
+        .filter(|(_, text)| text.contains("clap"))
+        .map(|(rel, _)| rel)
+        .collect();
     assert!(offenders.is_empty(), "clap outside cmd/: {offenders:?}");
 }
 
@@ -546,33 +554,20 @@ fn a_file_of_no_known_format_exits_2_naming_it() {
 /// session's source.
 #[test]
 fn only_sources_name_an_agent() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut stack = vec![src.clone()];
-    let mut offenders = Vec::new();
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            let rel = p.strip_prefix(&src).unwrap().to_path_buf();
-            if ["sources", "kimi_writer", "demo"]
+    let offenders: Vec<PathBuf> = source_files()
+        .into_iter()
+        .filter(|(rel, _)| {
+            !["sources", "kimi_writer", "demo"]
                 .iter()
                 .any(|room| rel.starts_with(room))
-            {
-                continue;
-            }
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let text = std::fs::read_to_string(&p).unwrap();
-            if ["kimi_cli::", "kimi_code::", "Tool::Kimi"]
+        })
+        .filter(|(_, text)| {
+            ["kimi_cli::", "kimi_code::", "Tool::Kimi"]
                 .iter()
                 .any(|n| text.contains(n))
-            {
-                offenders.push(rel.to_string_lossy().into_owned());
-            }
-        }
-    }
-    offenders.sort();
+        })
+        .map(|(rel, _)| rel)
+        .collect();
     assert!(
         offenders.is_empty(),
         "files outside sources/ naming an agent: {offenders:?}"
@@ -584,23 +579,12 @@ fn only_sources_name_an_agent() {
 /// source. Tests inside its files may make sessions on disk.
 #[test]
 fn the_builder_opens_no_file() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/worldline");
     let mut offenders = Vec::new();
-    let mut files = Vec::new();
-    let mut stack = vec![dir];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if !p.ends_with("tests.rs") {
-                // `tests.rs` is a `#[cfg(test)]` module of its own.
-                files.push(p);
-            }
-        }
-    }
-    for p in files {
-        let text = std::fs::read_to_string(&p).unwrap();
+    // `tests.rs` is a `#[cfg(test)]` module of its own.
+    for (rel, text) in source_files()
+        .into_iter()
+        .filter(|(rel, _)| rel.starts_with("worldline") && !rel.ends_with("tests.rs"))
+    {
         let code = text.split("#[cfg(test)]").next().unwrap_or_default();
         for n in [
             "std::fs",
@@ -612,7 +596,7 @@ fn the_builder_opens_no_file() {
             "index_file",
         ] {
             if code.contains(n) {
-                offenders.push(format!("{}: {n}", p.display()));
+                offenders.push(format!("{}: {n}", rel.display()));
             }
         }
     }
