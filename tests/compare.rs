@@ -58,7 +58,10 @@ fn every_session() -> Vec<PathBuf> {
             }
         }
     }
+    // Claude Code, Pi and Codex session files (and Kimi Code's, once more).
+    v.extend(common::append_only_sessions());
     v.sort();
+    v.dedup();
     v
 }
 
@@ -98,6 +101,10 @@ fn the_default_pair_parts_where_the_current_line_left_its_parent() {
         }
         if let Some(wire_line) = fork["line"].as_u64() {
             assert_eq!(c["fork"]["file_line"], wire_line, "{}", session.display());
+        }
+        // Formats that name their entries part after the entry the tree says.
+        if let Some(after) = fork["after"].as_str() {
+            assert_eq!(c["fork"]["entry"], after, "{}", session.display());
         }
         for l in c["lines"].as_array().unwrap() {
             let (calls, ok, errors) = (
