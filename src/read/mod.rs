@@ -6,6 +6,7 @@ pub mod guard;
 mod hash;
 pub mod head;
 pub mod lenient;
+pub mod lines;
 mod records;
 pub mod scan;
 mod stream;

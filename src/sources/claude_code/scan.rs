@@ -5,6 +5,7 @@
 //! Only the fields the tree and the record index need are decoded; bodies
 //! are read again on demand (`records::load_body`).
 
+use crate::read::lines::Piece;
 use std::borrow::Cow;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -206,31 +207,12 @@ impl Scan {
                 None => self.resumable = false,
             }
         }
-        let mut start = 0;
-        for nl in memchr::memchr_iter(b'\n', chunk) {
-            let piece = &chunk[start..nl];
-            if let Some(so_far) = self.oversize.take() {
-                self.skip_line(so_far + piece.len() as u64 + 1);
-            } else if self.pending.is_empty() {
-                self.add_line(piece, 1);
-            } else {
-                let mut line = std::mem::take(&mut self.pending);
-                line.extend_from_slice(piece);
-                self.add_line(&line, 1);
-            }
-            start = nl + 1;
-        }
-        let rest = &chunk[start..];
-        match &mut self.oversize {
-            Some(n) => *n += rest.len() as u64,
-            None => {
-                self.pending.extend_from_slice(rest);
-                if self.pending.len() > LINE_CAP {
-                    self.oversize = Some(self.pending.len() as u64);
-                    self.pending = Vec::new();
-                }
-            }
-        }
+        let (mut pending, mut oversize) = (std::mem::take(&mut self.pending), self.oversize.take());
+        crate::read::lines::split(&mut pending, &mut oversize, chunk, LINE_CAP, |p| match p {
+            Piece::Line(line) => self.add_line(line, 1),
+            Piece::Oversize(len) => self.skip_line(len),
+        });
+        (self.pending, self.oversize) = (pending, oversize);
     }
 
     /// The file ended: a last line without its newline counts if it is

@@ -5,6 +5,7 @@
 //! fields (`base_instructions`, `world_state`, outputs) without building
 //! them; bodies are loaded later from the byte range.
 
+use crate::read::lines::Piece;
 use std::borrow::Cow;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -370,41 +371,26 @@ pub struct Feeder {
 impl Feeder {
     /// Feeds the next bytes; returns how many lines completed.
     pub fn feed(&mut self, r: &mut Rollout, chunk: &[u8]) -> usize {
-        let mut n = 0;
-        let mut start = 0;
-        for nl in memchr::memchr_iter(b'\n', chunk) {
-            let piece = &chunk[start..nl];
-            self.lines += 1;
+        let (mut pending, mut oversize) = (std::mem::take(&mut self.pending), self.oversize.take());
+        let lines = &mut self.lines;
+        let n = crate::read::lines::split(&mut pending, &mut oversize, chunk, LINE_CAP, |p| {
+            *lines += 1;
             let offset = r.bytes;
-            if let Some(so_far) = self.oversize.take() {
-                r.bytes += so_far + piece.len() as u64 + 1;
-                r.warn(
-                    self.lines.into(),
-                    format!("a line over {LINE_CAP} bytes, read past"),
-                );
-            } else if self.pending.is_empty() {
-                r.bytes += piece.len() as u64 + 1;
-                r.add_line(piece, offset, self.lines);
-            } else {
-                let mut line = std::mem::take(&mut self.pending);
-                line.extend_from_slice(piece);
-                r.bytes += line.len() as u64 + 1;
-                r.add_line(&line, offset, self.lines);
-            }
-            n += 1;
-            start = nl + 1;
-        }
-        let rest = &chunk[start..];
-        match &mut self.oversize {
-            Some(so_far) => *so_far += rest.len() as u64,
-            None => {
-                self.pending.extend_from_slice(rest);
-                if self.pending.len() > LINE_CAP {
-                    self.oversize = Some(self.pending.len() as u64);
-                    self.pending = Vec::new();
+            match p {
+                Piece::Oversize(len) => {
+                    r.bytes += len;
+                    r.warn(
+                        (*lines).into(),
+                        format!("a line over {LINE_CAP} bytes, read past"),
+                    );
+                }
+                Piece::Line(line) => {
+                    r.bytes += line.len() as u64 + 1;
+                    r.add_line(line, offset, *lines);
                 }
             }
-        }
+        });
+        (self.pending, self.oversize) = (pending, oversize);
         n
     }
 

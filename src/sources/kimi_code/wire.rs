@@ -3,6 +3,7 @@
 //! records are kept (with their byte range), the rest are counted. Fed in
 //! chunks, so a live tail reads only new bytes; a rewrite starts it over.
 
+use crate::read::lines::Piece;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -178,33 +179,19 @@ impl WireIndex {
 
     /// Feeds the next bytes; returns how many lines completed.
     pub fn feed(&mut self, chunk: &[u8]) -> usize {
-        let mut n = 0;
-        let mut start = 0;
-        for nl in memchr::memchr_iter(b'\n', chunk) {
-            let piece = &chunk[start..nl];
-            if let Some(so_far) = self.oversize.take() {
-                self.skip_line(so_far + piece.len() as u64 + 1);
-            } else if self.pending.is_empty() {
-                self.add_line(piece, 1);
-            } else {
-                let mut line = std::mem::take(&mut self.pending);
-                line.extend_from_slice(piece);
-                self.add_line(&line, 1);
-            }
-            n += 1;
-            start = nl + 1;
-        }
-        let rest = &chunk[start..];
-        match &mut self.oversize {
-            Some(so_far) => *so_far += rest.len() as u64,
-            None => {
-                self.pending.extend_from_slice(rest);
-                if self.pending.len() > self.cap() {
-                    self.oversize = Some(self.pending.len() as u64);
-                    self.pending = Vec::new();
-                }
-            }
-        }
+        let (mut pending, mut oversize) = (std::mem::take(&mut self.pending), self.oversize.take());
+        let n =
+            crate::read::lines::split(
+                &mut pending,
+                &mut oversize,
+                chunk,
+                self.cap(),
+                |p| match p {
+                    Piece::Line(line) => self.add_line(line, 1),
+                    Piece::Oversize(len) => self.skip_line(len),
+                },
+            );
+        (self.pending, self.oversize) = (pending, oversize);
         n
     }
 
