@@ -92,6 +92,15 @@ impl Records {
         }
     }
 
+    /// The first `n` records (all if fewer), sharing their storage: a
+    /// branch's view starts as its parent's prefix and pushes its own.
+    pub fn prefix(&self, n: usize) -> Records {
+        Records {
+            buf: Arc::clone(&self.buf),
+            len: n.min(self.len),
+        }
+    }
+
     /// Room for `additional` more records without moving the storage.
     pub fn reserve_exact(&mut self, additional: usize) {
         let want = self.len.saturating_add(additional);
