@@ -7,6 +7,7 @@
 //! `uuid`/`parentUuid` tree: a rewind just points the next entry back.
 
 pub mod cache;
+mod fast;
 pub mod home;
 pub mod lineage;
 pub mod parts;
@@ -116,8 +117,8 @@ impl Source for ClaudeCode {
         self.recognise(path).then(|| path.to_path_buf())
     }
 
-    fn parts(&self, path: &Path, _reading: Reading) -> Result<SessionParts> {
-        parts::session_parts(path)
+    fn parts(&self, path: &Path, reading: Reading) -> Result<SessionParts> {
+        parts::session_parts(path, reading.times)
     }
 
     fn load_body(

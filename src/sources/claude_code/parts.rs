@@ -29,10 +29,19 @@ pub struct Read {
 }
 
 impl Read {
-    /// Reads a file (on from where it was left, when read before).
+    /// Reads a file whole (nothing kept: opening a session once must not
+    /// leave its parsed file behind).
     pub fn of(path: &Path, name: &str) -> Result<Read> {
+        let scan = Arc::new(Scan::read(path, name)?);
+        let tree = tree::build(&scan.entries, &scan.extras);
+        Ok(Read { scan, tree })
+    }
+
+    /// Reads a file on from where it was left, when read before (kept for
+    /// the next read: a live follower's subagents).
+    pub fn cached(path: &Path, name: &str) -> Result<Read> {
         let scan = super::cache::scan(path, name)?;
-        let tree = tree::build(&scan.entries);
+        let tree = tree::build(&scan.entries, &scan.extras);
         Ok(Read { scan, tree })
     }
 
@@ -46,7 +55,7 @@ impl Read {
                     .entries
                     .iter()
                     .find(|e| e.kind == Kind::Prompt)
-                    .and_then(|e| e.text().map(str::to_string))
+                    .and_then(|e| self.scan.text(e).map(str::to_string))
             })
             .map(|t| sanitize_line(&t, 200))
     }
@@ -65,20 +74,44 @@ impl Read {
     }
 }
 
-/// Everything about the session at `path` (its `.jsonl`).
-pub fn session_parts(path: &Path) -> Result<SessionParts> {
+/// Everything about the session at `path` (its `.jsonl`); record times
+/// only with `times`.
+pub fn session_parts(path: &Path, times: bool) -> Result<SessionParts> {
+    let name = main_name(path);
+    let main = Read::of(path, &name)?;
+    let first = agent_parts(&main, path, times);
+    assemble(path, &main, first, times, Read::of)
+}
+
+/// `<id>.jsonl`, as warnings name the main file.
+pub fn main_name(path: &Path) -> String {
+    let id = path
+        .file_stem()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!("{id}.jsonl")
+}
+
+/// The session's parts around its main file's (`first`, made from
+/// `main`): subagents (read with `read`), lineage, title.
+pub fn assemble(
+    path: &Path,
+    main: &Read,
+    first: AgentParts,
+    times: bool,
+    read: fn(&Path, &str) -> Result<Read>,
+) -> Result<SessionParts> {
     let id = path
         .file_stem()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let name = format!("{id}.jsonl");
-    let main = Read::of(path, &name)?;
-    let mut agents = vec![agent_parts(&main, path)];
+    let mut agents = vec![first];
     let mut subs: Vec<(Option<u32>, AgentParts)> = Vec::new();
     let mut have = Vec::new();
     for (agent_id, file) in home::subagent_files(path) {
         let rel = format!("{id}/subagents/agent-{agent_id}.jsonl");
-        let read = match Read::of(&file, &rel) {
+        let read = match read(&file, &rel) {
             Ok(r) => r,
             Err(e) => {
                 agents[0].warnings.push(Warning {
@@ -89,7 +122,7 @@ pub fn session_parts(path: &Path) -> Result<SessionParts> {
                 continue;
             }
         };
-        let mut a = agent_parts(&read, &file);
+        let mut a = agent_parts(&read, &file, times);
         let meta = crate::read::guard::read_json(
             &home::subagent_meta(path, &agent_id),
             crate::read::guard::META_JSON_CAP,
@@ -115,9 +148,8 @@ pub fn session_parts(path: &Path) -> Result<SessionParts> {
         // naming this agent.
         let call = field("toolUseId").or_else(|| {
             main.scan.entries.iter().find_map(|e| {
-                let x = e.extra()?;
-                (x.agent.as_deref() == Some(agent_id.as_str()))
-                    .then(|| x.result_of.clone())
+                (main.scan.agent(e) == Some(agent_id.as_str()))
+                    .then(|| main.scan.result_of(e).map(str::to_string))
                     .flatten()
             })
         });
@@ -125,7 +157,7 @@ pub fn session_parts(path: &Path) -> Result<SessionParts> {
             main.scan
                 .entries
                 .iter()
-                .find(|e| e.calls().iter().any(|h| &h.id == c))
+                .find(|e| main.scan.calls(e).any(|(id, _)| id == c))
                 .map(|e| e.line)
         });
         a.link = call.map_or(ParentLink::None, ParentLink::ToolCallId);
@@ -159,7 +191,7 @@ pub fn session_parts(path: &Path) -> Result<SessionParts> {
         .and_then(|a| main.scan.entries.iter().position(|e| e.id == a))
         .map_or(0, |i| i + 1);
     for e in &main.scan.entries[copied..] {
-        if let Some(agent) = e.extra().and_then(|x| x.agent.as_deref()) {
+        if let Some(agent) = main.scan.agent(e) {
             if !have.iter().any(|h| h == agent) {
                 have.push(agent.to_string());
                 agents[0].warnings.push(Warning {
@@ -212,17 +244,29 @@ pub fn session_parts(path: &Path) -> Result<SessionParts> {
     })
 }
 
-/// One file's world lines.
-pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
+/// One file's world lines; each branch's records share its parent's.
+pub fn agent_parts(read: &Read, path: &Path, timed: bool) -> AgentParts {
     let t = &read.tree;
-    let mut files = Vec::with_capacity(t.lines.len());
-    let mut forks = Vec::with_capacity(t.lines.len());
-    let mut lines = Vec::with_capacity(t.lines.len());
+    let mut files: Vec<crate::read::FileIndex> = Vec::with_capacity(t.lines.len());
     let mut times = Vec::with_capacity(t.lines.len());
     for l in &t.lines {
-        let (file, when) = records::line_index(&read.scan, l);
+        let base = l.parent.and_then(|p| files.get(p)).map(|f| &f.records);
+        let (file, when) = records::line_index(&read.scan, l, base, timed);
         files.push(file);
         times.push(when);
+    }
+    let mut a = line_parts(read, path, files);
+    a.times = times;
+    a
+}
+
+/// An agent's parts from its world lines' record indexes (`files`, one
+/// per line of `read.tree`); no times.
+pub fn line_parts(read: &Read, path: &Path, files: Vec<crate::read::FileIndex>) -> AgentParts {
+    let t = &read.tree;
+    let mut forks = Vec::with_capacity(t.lines.len());
+    let mut lines = Vec::with_capacity(t.lines.len());
+    for l in &t.lines {
         forks.push(match l.parent {
             Some(p) => LineFork::Explicit {
                 parent: p,
@@ -241,7 +285,7 @@ pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
         };
         let prompt = l
             .prompt
-            .and_then(|i| read.scan.entries[i].text())
+            .and_then(|i| read.scan.text(&read.scan.entries[i]))
             .map(|p| sanitize_line(p, 200));
         lines.push(LineInfo {
             label: format!("@{}", start.get(..8).unwrap_or(&start)),
@@ -287,7 +331,7 @@ pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
             .collect(),
         folded_undos: Vec::new(),
         parent_line: None,
-        times,
+        times: Vec::new(),
         labels: Vec::new(),
     }
 }

@@ -9,10 +9,10 @@ use std::path::Path;
 use serde_json::{json, Value};
 use xxhash_rust::xxh3::xxh3_64;
 
-use super::scan::{Entry, Kind, Scan};
+use super::scan::{Kind, Scan};
 use super::tree::{Line, Rec};
 use crate::error::{Error, Result};
-use crate::model::{Body, Marker, RecordMeta, RecordParts, Role};
+use crate::model::{Body, Marker, RecordMeta, RecordParts, Role, ToolCallHead};
 use crate::read::{lenient, FileIndex};
 
 /// Hash of several lines read as one record.
@@ -32,15 +32,21 @@ pub fn role_of(kind: Kind) -> Role {
 
 /// The index entry of one record: its entry, or an entry and the other
 /// parallel `tool_use` entries of its message up to `rec.upto`.
-pub fn record_meta(entries: &[Entry], rec: Rec) -> RecordMeta {
+pub fn record_meta(scan: &Scan, rec: Rec) -> RecordMeta {
+    let entries = &scan.entries;
     let e = &entries[rec.entry];
-    let mut calls = e.calls().to_vec();
+    let head = |(id, name): (&str, &str)| ToolCallHead {
+        id: id.to_string(),
+        name: name.to_string(),
+        dmail: None,
+    };
+    let mut calls: Vec<ToolCallHead> = scan.calls(e).map(head).collect();
     let (len, hash) = if rec.upto > rec.entry {
         let mut hash = e.hash;
         for x in &entries[rec.entry + 1..=rec.upto] {
             if x.kind == Kind::Assistant && x.msg == e.msg {
                 hash = fold(hash, x.hash);
-                calls.extend_from_slice(x.calls());
+                calls.extend(scan.calls(x).map(head));
             }
         }
         let end = &entries[rec.upto];
@@ -49,31 +55,51 @@ pub fn record_meta(entries: &[Entry], rec: Rec) -> RecordMeta {
     } else {
         (e.len, e.hash)
     };
-    let extra = e.extra();
     let parts = RecordParts {
         role: role_of(e.kind),
         checkpoint: None,
         tokens: None,
         tool_calls: calls,
-        tool_call_id: extra.and_then(|x| x.result_of.clone()),
+        tool_call_id: scan.result_of(e).map(str::to_string),
         marker: match e.kind {
             Kind::Boundary => Some(Marker::Compaction),
-            Kind::Result => extra.and_then(|x| x.agent.clone()).map(Marker::AgentResult),
+            Kind::Result => scan.agent(e).map(|a| Marker::AgentResult(a.to_string())),
             _ => None,
         },
     };
     RecordMeta::new(e.offset, len, e.line, hash, parts)
 }
 
-/// A world line's records as one index, with each record's time.
-pub fn line_index(scan: &Scan, line: &Line) -> (FileIndex, Vec<Option<f64>>) {
-    let mut records = crate::read::Records::new();
-    records.reserve_exact(line.records.len());
-    let mut times = Vec::with_capacity(line.records.len());
-    for &r in &line.records {
-        records.push(record_meta(&scan.entries, r));
-        let t = scan.entries[r.entry].time;
-        times.push((!t.is_nan()).then_some(t));
+/// A world line's records as one index, with each record's time (none
+/// without `times`). `base`: its parent line's records, of which it shares
+/// the first `line.shared`: those are the parent's storage, not a copy, and
+/// only its own records are timed (the builder times a line from `shared`
+/// on).
+pub fn line_index(
+    scan: &Scan,
+    line: &Line,
+    base: Option<&crate::read::Records>,
+    times: bool,
+) -> (FileIndex, Vec<Option<f64>>) {
+    let (mut records, shared) = match base {
+        Some(b) if b.len() >= line.shared => (b.prefix(line.shared), line.shared),
+        _ => {
+            let mut r = crate::read::Records::new();
+            r.reserve_exact(line.records.len());
+            (r, 0)
+        }
+    };
+    let mut when = Vec::new();
+    if times {
+        when.reserve_exact(line.records.len());
+        when.resize(shared, None);
+    }
+    for &r in &line.records[shared..] {
+        records.push(record_meta(scan, r));
+        if times {
+            let t = scan.entries[r.entry].time;
+            when.push((!t.is_nan()).then_some(t));
+        }
     }
     let index = FileIndex {
         name: scan.name.clone(),
@@ -83,7 +109,7 @@ pub fn line_index(scan: &Scan, line: &Line) -> (FileIndex, Vec<Option<f64>>) {
         dropped_warnings: 0,
         bytes: scan.bytes,
     };
-    (index, times)
+    (index, when)
 }
 
 /// Loads a record's body from its file. A range that changed on disk

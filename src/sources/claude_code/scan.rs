@@ -14,7 +14,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::model::{ToolCallHead, Warning};
+use crate::model::Warning;
 use crate::read::lenient;
 
 /// An entry id: a uuid as its 128 bits, or (an id of another shape) a
@@ -47,46 +47,57 @@ pub enum Kind {
     Other,
 }
 
-/// One conversation entry and where its line is.
+/// One conversation entry and where its line is. Holds nothing on the
+/// heap: what only some entries carry is in [`Scan::extras`], its text in
+/// one [`Scan`] buffer, so a million entries are a few big allocations.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
-    /// 1-based physical line number.
-    pub line: u32,
-    pub offset: u64,
-    /// Bytes of the line without its line end.
-    pub len: u32,
-    /// xxh3 of the line's bytes.
-    pub hash: u64,
     pub id: Id,
     /// `parentUuid` (0: none).
     pub parent: Id,
+    pub offset: u64,
+    /// xxh3 of the line's bytes.
+    pub hash: u64,
     /// xxh3 of `message.id` (assistant entries of one API message share
     /// it; 0: none).
     pub msg: u64,
     /// `timestamp` in Unix seconds (NaN: none).
     pub time: f64,
+    /// 1-based physical line number.
+    pub line: u32,
+    /// Bytes of the line without its line end.
+    pub len: u32,
+    /// Its [`Extra`] in [`Scan::extras`] ([`NO_EXTRA`]: none).
+    pub extra: u32,
     pub kind: Kind,
     /// Copied by `/branch` (`forkedFrom` set).
     pub copied: bool,
-    /// Rarely set fields, boxed so the common entry stays small.
-    pub extra: Option<Box<Extra>>,
+    /// An assistant entry with `tool_use` blocks.
+    pub calls: bool,
 }
 
-/// What only some entries carry.
+/// [`Entry::extra`] of an entry without one.
+pub const NO_EXTRA: u32 = u32::MAX;
+
+/// Text kept in [`Scan`]'s buffer: `(start, len)`.
+pub type Span = (u32, u32);
+
+/// What only some entries carry (text as spans of the scan's buffer).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Extra {
-    /// `tool_use` blocks of an assistant entry.
-    pub calls: Vec<ToolCallHead>,
-    /// The `tool_use_id` a result answers.
-    pub result_of: Option<String>,
-    /// `toolUseResult.agentId`: the subagent an Agent call ran.
-    pub agent: Option<String>,
-    /// A prompt's text (the first [`TEXT_KEEP`] characters).
-    pub text: Option<Box<str>>,
     /// A compact boundary's `logicalParentUuid` and
     /// `compactMetadata.preservedSegment.tailUuid`.
     pub logical: Id,
     pub tail: Id,
+    /// `tool_use` blocks of an assistant entry: `(first, count)` in
+    /// [`Scan::calls`].
+    pub calls: (u32, u32),
+    /// The `tool_use_id` a result answers.
+    pub result_of: Option<Span>,
+    /// `toolUseResult.agentId`: the subagent an Agent call ran.
+    pub agent: Option<Span>,
+    /// A prompt's text (the first [`TEXT_KEEP`] characters).
+    pub text: Option<Span>,
     /// A summary made by "summarize from here" (`direction: "from"`).
     pub from_here: bool,
 }
@@ -94,24 +105,12 @@ pub struct Extra {
 /// Characters of a prompt kept for titles and reasons.
 pub const TEXT_KEEP: usize = 300;
 
-impl Entry {
-    pub fn extra(&self) -> Option<&Extra> {
-        self.extra.as_deref()
-    }
-
-    pub fn text(&self) -> Option<&str> {
-        self.extra()?.text.as_deref()
-    }
-
-    pub fn calls(&self) -> &[ToolCallHead] {
-        self.extra().map_or(&[], |x| &x.calls)
-    }
-
-    /// Where a compact boundary hangs: its preserved tail, else its
-    /// logical parent (0 for other entries).
-    pub fn boundary_links(&self) -> (Id, Id) {
-        self.extra().map_or((0, 0), |x| (x.tail, x.logical))
-    }
+/// Where a compact boundary hangs: its preserved tail, else its logical
+/// parent (0 for other entries).
+pub fn boundary_links(e: &Entry, extras: &[Extra]) -> (Id, Id) {
+    extras
+        .get(e.extra as usize)
+        .map_or((0, 0), |x| (x.tail, x.logical))
 }
 
 /// A file as read so far.
@@ -132,6 +131,12 @@ pub struct Scan {
     pub first_time: Option<f64>,
     /// Ids that are no uuid, by their key.
     pub odd_ids: Vec<(Id, Box<str>)>,
+    /// What only some entries carry, by [`Entry::extra`].
+    pub extras: Vec<Extra>,
+    /// Tool calls of assistant entries: `(id, name)`.
+    pub calls: Vec<(Span, Span)>,
+    /// The text [`Span`]s point into.
+    pub strs: String,
     /// Bytes consumed (complete lines).
     pub bytes: u64,
     /// Physical lines consumed.
@@ -283,6 +288,50 @@ impl Scan {
         }
     }
 
+    pub fn extra(&self, e: &Entry) -> Option<&Extra> {
+        self.extras.get(e.extra as usize)
+    }
+
+    pub fn str(&self, s: Span) -> &str {
+        self.strs
+            .get(s.0 as usize..(s.0 as usize).saturating_add(s.1 as usize))
+            .unwrap_or("")
+    }
+
+    /// A prompt's text.
+    pub fn text(&self, e: &Entry) -> Option<&str> {
+        Some(self.str(self.extra(e)?.text?))
+    }
+
+    /// The `tool_use_id` a result answers.
+    pub fn result_of(&self, e: &Entry) -> Option<&str> {
+        Some(self.str(self.extra(e)?.result_of?))
+    }
+
+    /// The subagent a result names.
+    pub fn agent(&self, e: &Entry) -> Option<&str> {
+        Some(self.str(self.extra(e)?.agent?))
+    }
+
+    /// An assistant entry's tool calls: `(id, name)`.
+    pub fn calls(&self, e: &Entry) -> impl Iterator<Item = (&str, &str)> + '_ {
+        let (first, n) = self.extra(e).map_or((0, 0), |x| x.calls);
+        self.calls
+            .get(first as usize..(first as usize).saturating_add(n as usize))
+            .unwrap_or(&[])
+            .iter()
+            .map(|&(id, name)| (self.str(id), self.str(name)))
+    }
+
+    /// Keeps `t` in the text buffer (`None` past 4 GiB of kept text).
+    fn keep_str(&mut self, t: &str) -> Option<Span> {
+        let at = u32::try_from(self.strs.len()).ok()?;
+        let len = u32::try_from(t.len()).ok()?;
+        at.checked_add(len)?;
+        self.strs.push_str(t);
+        Some((at, len))
+    }
+
     fn key(&mut self, s: &str) -> Id {
         match parse_uuid(s) {
             Some(k) => k,
@@ -310,18 +359,23 @@ impl Scan {
             return;
         };
         let repaired;
-        let parsed: Line = match serde_json::from_slice(line) {
-            Ok(l) => l,
-            Err(first) => {
-                repaired = lenient::repair(line);
-                match serde_json::from_str(&repaired) {
-                    Ok(l) => l,
-                    Err(_) => {
-                        self.warn(line_no, format!("skipped a line that is not JSON: {first}"));
-                        return;
+        // Most lines need no serde at all; the rest (and every bad line,
+        // for its error) go through it.
+        let parsed: Line = match super::fast::line(line) {
+            Some(l) => l,
+            None => match serde_json::from_slice(line) {
+                Ok(l) => l,
+                Err(first) => {
+                    repaired = lenient::repair(line);
+                    match serde_json::from_str(&repaired) {
+                        Ok(l) => l,
+                        Err(_) => {
+                            self.warn(line_no, format!("skipped a line that is not JSON: {first}"));
+                            return;
+                        }
                     }
                 }
-            }
+            },
         };
         self.take(parsed, line_no, offset, len, xxh3_64(line));
     }
@@ -354,6 +408,7 @@ impl Scan {
             }
         }
         let mut extra = Extra::default();
+        let mut calls = false;
         let msg = l.message.as_ref();
         let content = msg.and_then(|m| m.content.as_ref());
         let kind = match ty {
@@ -361,12 +416,14 @@ impl Scan {
                 let is_result = matches!(content, Some(Content::Blocks(b)) if b.iter().any(|b| b.ty == "tool_result"));
                 if is_result {
                     if let Some(Content::Blocks(b)) = content {
-                        extra.result_of = b
+                        let of = b
                             .iter()
                             .find(|b| b.ty == "tool_result")
-                            .and_then(|b| b.tool_use_id.clone());
+                            .and_then(|b| b.tool_use_id.as_deref());
+                        extra.result_of = of.and_then(|t| self.keep_str(t));
                     }
-                    extra.agent = l.tool_use_result.and_then(|t| t.0);
+                    let agent = l.tool_use_result.as_ref().and_then(|t| t.0.as_deref());
+                    extra.agent = agent.and_then(|a| self.keep_str(a));
                     Kind::Result
                 } else if l.is_compact_summary == Some(true) {
                     extra.from_here =
@@ -378,7 +435,7 @@ impl Scan {
                         _ if l.is_meta == Some(true) => Kind::UserNote,
                         Some(k) => k,
                         None => {
-                            extra.text = Some(keep(text).into());
+                            extra.text = self.keep_str(keep(text));
                             Kind::Prompt
                         }
                     }
@@ -386,15 +443,21 @@ impl Scan {
             }
             "assistant" => {
                 if let Some(Content::Blocks(b)) = content {
-                    extra.calls = b
-                        .iter()
-                        .filter(|b| b.ty == "tool_use")
-                        .map(|b| ToolCallHead {
-                            id: b.id.clone().unwrap_or_default(),
-                            name: b.name.clone().unwrap_or_default(),
-                            dmail: None,
-                        })
-                        .collect();
+                    let first = self.calls.len();
+                    for b in b.iter().filter(|b| b.ty == "tool_use") {
+                        let id = self.keep_str(b.id.as_deref().unwrap_or_default());
+                        let name = self.keep_str(b.name.as_deref().unwrap_or_default());
+                        self.calls
+                            .push((id.unwrap_or_default(), name.unwrap_or_default()));
+                    }
+                    let n = self.calls.len() - first;
+                    if n > 0 {
+                        calls = true;
+                        extra.calls = (
+                            u32::try_from(first).unwrap_or(u32::MAX),
+                            u32::try_from(n).unwrap_or(0),
+                        );
+                    }
                 }
                 Kind::Assistant
             }
@@ -421,6 +484,12 @@ impl Scan {
         let msg_id = msg
             .and_then(|m| m.id.as_deref())
             .map_or(0, |id| xxh3_64(id.as_bytes()) | 1);
+        let extra = if extra == Extra::default() {
+            NO_EXTRA
+        } else {
+            self.extras.push(extra);
+            u32::try_from(self.extras.len() - 1).unwrap_or(NO_EXTRA)
+        };
         self.entries.push(Entry {
             line,
             offset,
@@ -432,7 +501,8 @@ impl Scan {
             time: time.unwrap_or(f64::NAN),
             kind,
             copied: l.forked_from.is_some(),
-            extra: (extra != Extra::default()).then(|| Box::new(extra)),
+            extra,
+            calls,
         });
     }
 }
@@ -478,17 +548,33 @@ pub fn parse_uuid(s: &str) -> Option<u128> {
     if b.len() != 36 || b[8] != b'-' || b[13] != b'-' || b[18] != b'-' || b[23] != b'-' {
         return None;
     }
+    // Hex digit values; 0xff: not a lowercase hex digit.
+    static HEX: [u8; 256] = {
+        let mut t = [0xffu8; 256];
+        let mut c = 0;
+        while c < 10 {
+            t[b'0' as usize + c] = c as u8;
+            c += 1;
+        }
+        let mut c = 0;
+        while c < 6 {
+            t[b'a' as usize + c] = 10 + c as u8;
+            c += 1;
+        }
+        t
+    };
     let mut v: u128 = 0;
+    let mut bad = 0u8;
     for (i, &c) in b.iter().enumerate() {
         if matches!(i, 8 | 13 | 18 | 23) {
             continue;
         }
-        let d = match c {
-            b'0'..=b'9' => c - b'0',
-            b'a'..=b'f' => c - b'a' + 10,
-            _ => return None,
-        };
-        v = (v << 4) | u128::from(d);
+        let d = HEX[c as usize];
+        bad |= d;
+        v = (v << 4) | u128::from(d & 0xf);
+    }
+    if bad == 0xff {
+        return None;
     }
     // 0 means "none"; the all-zero uuid is Claude Code's "no leaf".
     (v != 0).then_some(v)
@@ -539,7 +625,8 @@ pub fn parse_time(s: &str) -> Option<f64> {
 // The fields read from a line; everything else is skipped unparsed.
 
 /// A string borrowed from the line when it has no escapes.
-struct Str<'a>(Cow<'a, str>);
+#[derive(Debug, Default)]
+pub(super) struct Str<'a>(pub(super) Cow<'a, str>);
 
 impl std::ops::Deref for Str<'_> {
     type Target = str;
@@ -567,73 +654,74 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     }
 }
 
-#[derive(Deserialize)]
-struct Line<'a> {
+#[derive(Deserialize, Debug, Default)]
+pub(super) struct Line<'a> {
     #[serde(rename = "type", borrow)]
-    ty: Option<Str<'a>>,
+    pub(super) ty: Option<Str<'a>>,
     #[serde(borrow)]
-    uuid: Option<Str<'a>>,
+    pub(super) uuid: Option<Str<'a>>,
     #[serde(rename = "parentUuid", borrow)]
-    parent_uuid: Option<Str<'a>>,
+    pub(super) parent_uuid: Option<Str<'a>>,
     #[serde(rename = "logicalParentUuid", borrow)]
-    logical: Option<Str<'a>>,
+    pub(super) logical: Option<Str<'a>>,
     #[serde(borrow)]
-    subtype: Option<Str<'a>>,
+    pub(super) subtype: Option<Str<'a>>,
     #[serde(borrow)]
-    timestamp: Option<Str<'a>>,
+    pub(super) timestamp: Option<Str<'a>>,
     #[serde(borrow)]
-    cwd: Option<Str<'a>>,
+    pub(super) cwd: Option<Str<'a>>,
     #[serde(rename = "isMeta")]
-    is_meta: Option<bool>,
+    pub(super) is_meta: Option<bool>,
     #[serde(rename = "isCompactSummary")]
-    is_compact_summary: Option<bool>,
+    pub(super) is_compact_summary: Option<bool>,
     #[serde(rename = "compactMetadata", borrow)]
-    compact: Option<CompactMeta<'a>>,
+    pub(super) compact: Option<CompactMeta<'a>>,
     #[serde(rename = "summarizeMetadata", borrow)]
-    summarize: Option<SummarizeMeta<'a>>,
+    pub(super) summarize: Option<SummarizeMeta<'a>>,
     #[serde(borrow)]
-    message: Option<Message<'a>>,
+    pub(super) message: Option<Message<'a>>,
     #[serde(rename = "toolUseResult")]
-    tool_use_result: Option<AgentIdOf>,
+    pub(super) tool_use_result: Option<AgentIdOf>,
     #[serde(rename = "forkedFrom", borrow)]
-    forked_from: Option<ForkedFrom<'a>>,
+    pub(super) forked_from: Option<ForkedFrom<'a>>,
     #[serde(rename = "customTitle", borrow)]
-    custom_title: Option<Str<'a>>,
+    pub(super) custom_title: Option<Str<'a>>,
 }
 
-#[derive(Deserialize)]
-struct CompactMeta<'a> {
+#[derive(Deserialize, Debug, Default)]
+pub(super) struct CompactMeta<'a> {
     #[serde(rename = "preservedSegment", borrow)]
-    preserved: Option<Preserved<'a>>,
+    pub(super) preserved: Option<Preserved<'a>>,
 }
 
-#[derive(Deserialize)]
-struct Preserved<'a> {
+#[derive(Deserialize, Debug, Default)]
+pub(super) struct Preserved<'a> {
     #[serde(rename = "tailUuid", borrow)]
-    tail: Option<Str<'a>>,
+    pub(super) tail: Option<Str<'a>>,
 }
 
-#[derive(Deserialize)]
-struct SummarizeMeta<'a> {
+#[derive(Deserialize, Debug, Default)]
+pub(super) struct SummarizeMeta<'a> {
     #[serde(borrow)]
-    direction: Option<Str<'a>>,
+    pub(super) direction: Option<Str<'a>>,
 }
 
-#[derive(Deserialize)]
-struct ForkedFrom<'a> {
+#[derive(Deserialize, Debug, Default)]
+pub(super) struct ForkedFrom<'a> {
     #[serde(rename = "sessionId", borrow)]
-    session_id: Option<Str<'a>>,
+    pub(super) session_id: Option<Str<'a>>,
 }
 
-#[derive(Deserialize)]
-struct Message<'a> {
+#[derive(Deserialize, Debug, Default)]
+pub(super) struct Message<'a> {
     #[serde(borrow)]
-    id: Option<Str<'a>>,
+    pub(super) id: Option<Str<'a>>,
     #[serde(borrow)]
-    content: Option<Content<'a>>,
+    pub(super) content: Option<Content<'a>>,
 }
 
-enum Content<'a> {
+#[derive(Debug)]
+pub(super) enum Content<'a> {
     Text(Cow<'a, str>),
     Blocks(Vec<Block<'a>>),
     Other,
@@ -653,12 +741,13 @@ impl Content<'_> {
     }
 }
 
-struct Block<'a> {
-    ty: Cow<'a, str>,
-    id: Option<String>,
-    name: Option<String>,
-    tool_use_id: Option<String>,
-    text: Option<Cow<'a, str>>,
+#[derive(Debug)]
+pub(super) struct Block<'a> {
+    pub(super) ty: Cow<'a, str>,
+    pub(super) id: Option<String>,
+    pub(super) name: Option<String>,
+    pub(super) tool_use_id: Option<String>,
+    pub(super) text: Option<Cow<'a, str>>,
 }
 
 impl<'de: 'a, 'a> Deserialize<'de> for Content<'a> {
@@ -787,7 +876,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for MaybeBlock<'a> {
 
 /// `toolUseResult.agentId` when the result is an object that has one (it
 /// is a plain string for a rejected tool).
-struct AgentIdOf(Option<String>);
+#[derive(Debug)]
+pub(super) struct AgentIdOf(pub(super) Option<String>);
 
 impl<'de> Deserialize<'de> for AgentIdOf {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -859,7 +949,7 @@ mod tests {
         assert_eq!(s.warnings.len(), 1);
         assert_eq!(s.warnings[0].line, 2);
         assert_eq!(s.pending_len(), 20);
-        assert_eq!(s.entries[0].text(), Some("hi"));
+        assert_eq!(s.text(&s.entries[0]), Some("hi"));
         assert_eq!(s.entries[0].kind, Kind::Prompt);
     }
 }

@@ -20,7 +20,7 @@
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::scan::{Entry, Id, Kind};
+use super::scan::{boundary_links, Entry, Extra, Id, Kind};
 
 /// A world line found in the tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,8 +83,9 @@ pub type IdMap<V> = HashMap<Id, V, BuildHasherDefault<IdHasher>>;
 
 const NONE: u32 = u32::MAX;
 
-/// Builds the world lines of `entries` (in file order).
-pub fn build(entries: &[Entry]) -> Tree {
+/// Builds the world lines of `entries` (in file order; `extras` is the
+/// scan's, which their [`Entry::extra`] index).
+pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
     let n = entries.len();
     let mut tree = Tree::default();
     if n == 0 {
@@ -120,7 +121,7 @@ pub fn build(entries: &[Entry]) -> Tree {
         let p = if e.kind == Kind::Boundary && e.parent == 0 {
             // Only an entry written before it: a `--fork-session` copy
             // starts with the boundary and re-parents its tail below it.
-            let (tail, logical) = e.boundary_links();
+            let (tail, logical) = boundary_links(e, extras);
             let before = |x: Option<u32>| x.filter(|&x| (x as usize) < i);
             before(find(tail)).or_else(|| before(find(logical)))
         } else if e.parent != 0 {
@@ -200,9 +201,7 @@ pub fn build(entries: &[Entry]) -> Tree {
                 let m = msg_of_parent(i);
                 m != 0 && last_result.get(&m) != Some(&i)
             }
-            Kind::Assistant => {
-                e.msg != 0 && !e.calls().is_empty() && last_result.contains_key(&e.msg)
-            }
+            Kind::Assistant => e.msg != 0 && e.calls && last_result.contains_key(&e.msg),
             _ => false,
         };
     }
@@ -507,7 +506,7 @@ mod tests {
 
     fn tree_of(lines: &[String]) -> (Scan, Tree) {
         let scan = Scan::parse("t.jsonl", (lines.join("\n") + "\n").as_bytes());
-        let t = build(&scan.entries);
+        let t = build(&scan.entries, &scan.extras);
         (scan, t)
     }
 
