@@ -187,8 +187,16 @@ pub fn join_times(
     let given = |line: usize, record: usize| source.get(line)?.get(record).copied().flatten();
     let Some(wire) = wire else {
         for i in 0..family.lines.len() {
-            let mut times = Times::default();
-            for r in family.lines[i].shared..family.files[i].records.len() {
+            let shared = family.lines[i].shared;
+            // A line that only grew keeps the times of the records it had
+            // (a source gives a record it keeps the same time): O(appended).
+            let kept = prev.filter(|p| !p.timing.wired).and_then(|p| {
+                let (w, old) = (p.lines.get(i)?, p.files.get(i)?);
+                let grew = w.shared == shared && family.files[i].records.extends(&old.records);
+                grew.then(|| (w.times.clone(), old.records.len()))
+            });
+            let (mut times, from) = kept.unwrap_or((Times::default(), shared));
+            for r in from.max(shared)..family.files[i].records.len() {
                 times.set(r, given(i, r));
             }
             family.lines[i].times = times;

@@ -18,16 +18,27 @@ const SLOTS: usize = 16;
 /// Bytes before the resume point compared to catch a rewritten file.
 const CHECK: usize = 256;
 
-struct Slot {
+/// One file as read so far, to be read on from where it was left.
+pub struct Kept {
     path: PathBuf,
     dev: u64,
     ino: u64,
-    /// The last [`CHECK`] bytes before `scan.resume_at()`.
-    tail: Vec<u8>,
-    scan: Arc<Scan>,
+    /// The last [`CHECK`] bytes before `scan.resume_at()` (`None`: the
+    /// file can't be read on, read it whole next time).
+    tail: Option<Vec<u8>>,
+    pub scan: Arc<Scan>,
 }
 
-static CACHE: Mutex<Vec<Slot>> = Mutex::new(Vec::new());
+/// What [`Kept::catch_up`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caught {
+    /// Read on from where it was left (maybe nothing new).
+    Grew,
+    /// Read again from the start (replaced, shorter or rewritten).
+    Anew,
+}
+
+static CACHE: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
 
 fn open(path: &Path) -> Result<guard::Guarded> {
     guard::open_regular(path).map_err(|e| match e {
@@ -39,11 +50,88 @@ fn open(path: &Path) -> Result<guard::Guarded> {
     })
 }
 
+impl Kept {
+    /// `path` read whole as `name`.
+    pub fn read(path: &Path, name: &str) -> Result<Kept> {
+        let mut k = Kept {
+            path: path.to_path_buf(),
+            dev: 0,
+            ino: 0,
+            tail: None,
+            scan: Arc::new(Scan::new(name, path)),
+        };
+        k.catch_up()?;
+        Ok(k)
+    }
+
+    /// Reads what was appended since; the file is read whole again when
+    /// it is another file (device and inode), shorter, or the bytes before
+    /// the resume point changed. The scan must not be shared then (else it
+    /// is copied first).
+    pub fn catch_up(&mut self) -> Result<Caught> {
+        let path = self.path.clone();
+        let g = open(&path)?;
+        let meta = g.file.metadata().map_err(|e| Error::io(&path, e))?;
+        let (dev, ino) = (meta.dev(), meta.ino());
+        let mut file = g.file;
+        let at = self.scan.resume_at();
+        let resumable = match (&self.tail, at) {
+            (Some(tail), Some(at)) if self.dev == dev && self.ino == ino && g.len >= at => {
+                let mut now = vec![0u8; tail.len()];
+                file.seek(SeekFrom::Start(at - tail.len() as u64)).is_ok()
+                    && file.read_exact(&mut now).is_ok()
+                    && &now == tail
+            }
+            _ => false,
+        };
+        let mut caught = Caught::Grew;
+        if resumable {
+            let s = Arc::make_mut(&mut self.scan);
+            let from = s.resume_at().unwrap_or(g.len);
+            file.seek(SeekFrom::Start(from))
+                .map_err(|e| Error::io(&path, e))?;
+            feed(s, (&mut file).take(g.len - from), &path)?;
+            if !s.resumable {
+                caught = Caught::Anew;
+            }
+        } else {
+            caught = Caught::Anew;
+        }
+        if caught == Caught::Anew {
+            let mut s = Scan::new(self.scan.name.clone(), &path);
+            file.seek(SeekFrom::Start(0))
+                .map_err(|e| Error::io(&path, e))?;
+            feed(&mut s, (&mut file).take(g.len), &path)?;
+            self.scan = Arc::new(s);
+        }
+        (self.dev, self.ino) = (dev, ino);
+        self.tail = self.scan.resume_at().and_then(|at| {
+            let n = (at as usize).min(CHECK);
+            let mut t = vec![0u8; n];
+            let ok = file.seek(SeekFrom::Start(at - n as u64)).is_ok()
+                && file.read_exact(&mut t).is_ok();
+            ok.then_some(t)
+        });
+        Ok(caught)
+    }
+}
+
+/// Feeds all of `r` to `s`, then ends it.
+fn feed(s: &mut Scan, mut r: impl Read, path: &Path) -> Result<()> {
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = r.read(&mut buf).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        s.feed(&buf[..n]);
+    }
+    s.finish();
+    Ok(())
+}
+
 /// `path` read as `name`, reusing what was read of it before.
 pub fn scan(path: &Path, name: &str) -> Result<Arc<Scan>> {
-    let g = open(path)?;
-    let meta = g.file.metadata().map_err(|e| Error::io(path, e))?;
-    let (dev, ino) = (meta.dev(), meta.ino());
     let kept = {
         let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         cache
@@ -51,62 +139,20 @@ pub fn scan(path: &Path, name: &str) -> Result<Arc<Scan>> {
             .position(|s| s.path == path)
             .map(|i| cache.remove(i))
     };
-    let mut file = g.file;
-    let resumed = kept.and_then(|slot| {
-        let at = slot.scan.resume_at()?;
-        let same = slot.dev == dev && slot.ino == ino && slot.scan.name == name && g.len >= at;
-        if !same {
-            return None;
+    let kept = match kept {
+        Some(mut k) if k.scan.name == name => {
+            k.catch_up()?;
+            k
         }
-        let start = at - slot.tail.len() as u64;
-        let mut tail = vec![0u8; slot.tail.len()];
-        file.seek(SeekFrom::Start(start)).ok()?;
-        file.read_exact(&mut tail).ok()?;
-        (tail == slot.tail).then_some(slot)
-    });
-    let scan = match resumed {
-        Some(mut slot) => {
-            let s = Arc::make_mut(&mut slot.scan);
-            let mut rest = (&mut file).take(g.len - s.resume_at().unwrap_or(g.len));
-            let mut buf = vec![0u8; 1 << 20];
-            loop {
-                let n = rest.read(&mut buf).map_err(|e| Error::io(path, e))?;
-                if n == 0 {
-                    break;
-                }
-                s.feed(&buf[..n]);
-            }
-            s.finish();
-            if s.resumable {
-                slot.scan
-            } else {
-                Arc::new(Scan::read(path, name)?)
-            }
-        }
-        None => Arc::new(Scan::read(path, name)?),
+        _ => Kept::read(path, name)?,
     };
-    let tail = match scan.resume_at() {
-        Some(at) => {
-            let n = (at as usize).min(CHECK);
-            let mut t = vec![0u8; n];
-            let ok = file.seek(SeekFrom::Start(at - n as u64)).is_ok()
-                && file.read_exact(&mut t).is_ok();
-            ok.then_some(t)
-        }
-        None => None,
-    };
-    if let Some(tail) = tail {
+    let scan = Arc::clone(&kept.scan);
+    if kept.tail.is_some() {
         let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= SLOTS {
             cache.remove(0);
         }
-        cache.push(Slot {
-            path: path.to_path_buf(),
-            dev,
-            ino,
-            tail,
-            scan: Arc::clone(&scan),
-        });
+        cache.push(kept);
     }
     Ok(scan)
 }

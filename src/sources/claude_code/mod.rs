@@ -8,6 +8,8 @@
 
 pub mod cache;
 mod fast;
+pub mod follow;
+pub mod grow;
 pub mod home;
 pub mod lineage;
 pub mod parts;
@@ -173,6 +175,11 @@ impl Source for ClaudeCode {
             side_files.push(title);
         }
         crate::sources::ReplayStyle::Appends { side_files }
+    }
+
+    /// Appends cost what was appended (see [`follow`]).
+    fn follower(&self, path: &Path) -> Box<dyn crate::sources::Follower> {
+        Box::new(follow::ClaudeFollower::new(path))
     }
 
     fn home_hint(&self) -> String {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::lineage::{self, Link};
-use super::scan::{Kind, Scan};
+use super::scan::Scan;
 use super::tree::{self, Tree};
 use super::{home, records};
 use crate::error::Result;
@@ -51,11 +51,8 @@ impl Read {
             .title
             .clone()
             .or_else(|| {
-                self.scan
-                    .entries
-                    .iter()
-                    .find(|e| e.kind == Kind::Prompt)
-                    .and_then(|e| self.scan.text(e).map(str::to_string))
+                let e = self.scan.entries.get(self.scan.first_prompt?)?;
+                self.scan.text(e).map(str::to_string)
             })
             .map(|t| sanitize_line(&t, 200))
     }
@@ -255,14 +252,17 @@ pub fn agent_parts(read: &Read, path: &Path, timed: bool) -> AgentParts {
         files.push(file);
         times.push(when);
     }
-    let mut a = line_parts(read, path, files);
-    a.times = times;
-    a
+    line_parts(read, path, files, times)
 }
 
-/// An agent's parts from its world lines' record indexes (`files`, one
-/// per line of `read.tree`); no times.
-pub fn line_parts(read: &Read, path: &Path, files: Vec<crate::read::FileIndex>) -> AgentParts {
+/// An agent's parts from its world lines' record indexes and times (one
+/// of each per line of `read.tree`).
+pub fn line_parts(
+    read: &Read,
+    path: &Path,
+    files: Vec<crate::read::FileIndex>,
+    times: Vec<Vec<Option<f64>>>,
+) -> AgentParts {
     let t = &read.tree;
     let mut forks = Vec::with_capacity(t.lines.len());
     let mut lines = Vec::with_capacity(t.lines.len());
@@ -331,7 +331,7 @@ pub fn line_parts(read: &Read, path: &Path, files: Vec<crate::read::FileIndex>) 
             .collect(),
         folded_undos: Vec::new(),
         parent_line: None,
-        times: Vec::new(),
+        times,
         labels: Vec::new(),
     }
 }

@@ -137,6 +137,8 @@ pub struct Scan {
     pub calls: Vec<(Span, Span)>,
     /// The text [`Span`]s point into.
     pub strs: String,
+    /// Index of the first [`Kind::Prompt`] entry.
+    pub first_prompt: Option<usize>,
     /// Bytes consumed (complete lines).
     pub bytes: u64,
     /// Physical lines consumed.
@@ -490,6 +492,9 @@ impl Scan {
             self.extras.push(extra);
             u32::try_from(self.extras.len() - 1).unwrap_or(NO_EXTRA)
         };
+        if kind == Kind::Prompt && self.first_prompt.is_none() {
+            self.first_prompt = Some(self.entries.len());
+        }
         self.entries.push(Entry {
             line,
             offset,
