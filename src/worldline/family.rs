@@ -259,8 +259,9 @@ pub fn build_family(
                         .filter(|f| f.kind == ForkKind::Dmail);
                     match kept {
                         Some(f) => f.checkpoint,
-                        None => file.records[..shared]
-                            .iter()
+                        None => file
+                            .records
+                            .range(..shared)
                             .rev()
                             .find_map(|r| r.checkpoint()),
                     }
@@ -383,7 +384,7 @@ fn link_senders(family: &mut Family, prev: Option<&Family>, grown: &[Option<usiz
 
 /// The SendDMail result for `call_id`, searched after the call in its file.
 fn result_of(file: &FileIndex, from: usize, call_id: CallKey) -> Option<Result<(), String>> {
-    file.records[from..].iter().find_map(|rec| {
+    file.records.range(from..).find_map(|rec| {
         if !rec.answers(call_id) {
             return None;
         }

@@ -331,7 +331,7 @@ fn link_subagents(agents: &mut [Agent], prev: Option<&Session>) {
             let old = was.parent_call.zip(was.parent_tool_call_id.clone());
             let new_records = || {
                 new.iter()
-                    .flat_map(|&(i, from)| main.files[i].records[from..].iter())
+                    .flat_map(|&(i, from)| main.files[i].records.range(from..))
             };
             let named = match &sub.link {
                 ParentLink::AgentId(id) => new_records().any(|r| {

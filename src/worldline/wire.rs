@@ -181,10 +181,10 @@ impl Waiting {
 pub fn join_times(
     family: &mut Family,
     wire: Option<&WireLog>,
-    source: &[Vec<Option<f64>>],
+    source: &[crate::sources::LineTimes],
     prev: Option<&Family>,
 ) {
-    let given = |line: usize, record: usize| source.get(line)?.get(record).copied().flatten();
+    let given = |line: usize, record: usize| source.get(line)?.at(record);
     let Some(wire) = wire else {
         for i in 0..family.lines.len() {
             let mut times = Times::default();

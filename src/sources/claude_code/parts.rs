@@ -287,7 +287,7 @@ pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
             .collect(),
         folded_undos: Vec::new(),
         parent_line: None,
-        times,
+        times: times.into_iter().map(Into::into).collect(),
         labels: Vec::new(),
     }
 }

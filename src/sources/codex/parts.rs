@@ -297,7 +297,7 @@ fn agent_parts(
         compactions,
         folded_undos: Vec::new(),
         parent_line: None,
-        times,
+        times: times.into_iter().map(Into::into).collect(),
         labels: Vec::new(),
         lines,
     }

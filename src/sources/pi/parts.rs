@@ -184,7 +184,7 @@ pub fn session_parts(
         compactions,
         folded_undos: Vec::new(),
         parent_line: None,
-        times,
+        times: times.into_iter().map(Into::into).collect(),
         labels: labels(f, tree),
     };
     SessionParts {
