@@ -228,7 +228,7 @@ fn agent_story(s: &Session, index: usize, a: &Agent) -> AgentStory {
                 .compactions
                 .iter()
                 .filter(|m| m.world_line == i)
-                .map(|m| m.line)
+                .filter_map(|m| m.at.line)
                 .collect(),
             ..line_story(f, i)
         })

@@ -243,8 +243,6 @@ pub struct LineInfo {
     /// Tree-shaped formats name their entries: the id of this world line's
     /// last entry (JSON `leaf`; a child's `parent` is its parent's leaf).
     pub leaf: Option<String>,
-    /// The id of the last entry shared with the parent (JSON `fork.after`).
-    pub after: Option<String>,
     /// What started this world line in the user's words (the first prompt
     /// of a rewound branch, a summary): shown as its reason.
     pub prompt: Option<String>,
@@ -322,15 +320,53 @@ impl ForkKind {
     }
 }
 
-/// A fork a source states (Kimi Code's `agent.switched`, or an undo inferred
-/// the way Kimi Code ≤ 0.42 did).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// A place in a session's file, one type for every format: the line
+/// records carry (`RecordMeta::line`; Kimi Code's wire line), and the
+/// entry's id where the format names its entries (Claude Code's `uuid`,
+/// Pi's ids, Codex ordinals) — JSON and pictures say "after entry 3a3d37e2".
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Pos {
+    /// `None`: in another file than the one read (a Codex fork's source).
+    pub line: Option<u32>,
+    pub entry: Option<String>,
+}
+
+impl Pos {
+    /// A line of a format whose entries have no names of their own.
+    pub fn line(line: u32) -> Pos {
+        Pos {
+            line: Some(line),
+            entry: None,
+        }
+    }
+
+    /// An entry named `id`, written at `line`.
+    pub fn entry(line: u32, id: impl Into<String>) -> Pos {
+        Pos {
+            line: Some(line),
+            entry: Some(id.into()),
+        }
+    }
+
+    /// An entry named `id` in a file not read here.
+    pub fn named(id: impl Into<String>) -> Pos {
+        Pos {
+            line: None,
+            entry: Some(id.into()),
+        }
+    }
+}
+
+/// A fork a source states (Kimi Code's `agent.switched`, a rewind, a
+/// `/tree` move, a Codex fork or rollback), or an undo inferred the way
+/// Kimi Code ≤ 0.42 did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StatedFork {
     /// Why it forks (`Unknown`: a branch for a reason worldline doesn't
     /// know).
     pub kind: ForkKind,
-    /// The last wire line shared with the parent.
-    pub line: Option<u32>,
+    /// The last place shared with the parent (JSON `fork.after`).
+    pub after: Option<Pos>,
     pub turns: Option<u32>,
     pub inferred: bool,
     /// The world line that wrote the fork line.
@@ -342,11 +378,9 @@ pub struct StatedFork {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineMark {
     pub world_line: usize,
-    pub line: u32,
+    /// The entry that marks it (a compact boundary, an undo line).
+    pub at: Pos,
     pub count: Option<u32>,
-    /// Tree-shaped formats: the id of the entry that marks it (a compact
-    /// boundary's uuid).
-    pub entry: Option<String>,
     /// A compaction that names the first entry it kept whole (Pi's
     /// `firstKeptEntryId`).
     pub first_kept: Option<String>,
@@ -427,10 +461,9 @@ pub struct SessionLink {
     /// That world line's name (`context.jsonl`, or `context_1.jsonl` once
     /// the source rotated after the fork).
     pub source_file: String,
-    /// The last source wire line a Kimi Code `/fork` copied.
-    pub line: Option<u32>,
-    /// Tree-shaped formats: the id of the last entry both sessions share.
-    pub after: Option<String>,
+    /// The last place of the source both sessions share (the last wire
+    /// line a Kimi Code `/fork` copied, the last shared entry).
+    pub after: Option<Pos>,
 }
 
 /// A session's place among the sessions it came from and led to.

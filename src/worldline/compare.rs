@@ -397,9 +397,9 @@ fn fork_point(
         checkpoint: prefix().rev().find_map(|r| r.checkpoint()),
         steps: prefix().filter(|r| mark.opens(r)).count(),
         file_line: leaving
-            .and_then(|l| l.fork.as_ref()?.line)
+            .and_then(|l| l.fork.as_ref()?.after.as_ref()?.line)
             .or_else(|| at.and_then(|r| fam.record(r)).map(|m| m.line())),
-        entry: leaving.and_then(|l| l.after.clone()),
+        entry: leaving.and_then(|l| l.fork.as_ref()?.after.as_ref()?.entry.clone()),
         time: at.and_then(|r| s.time(r)),
     }
 }

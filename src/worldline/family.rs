@@ -12,7 +12,7 @@ use super::graph::RecordRef;
 use super::wire::{Times, Timing};
 use crate::model::{CallKey, Marker, RecordMeta};
 use crate::read::FileIndex;
-use crate::sources::{LineFork, LineInfo};
+use crate::sources::{LineFork, LineInfo, Pos};
 
 pub use crate::sources::ForkKind;
 
@@ -32,8 +32,9 @@ pub struct Fork {
     pub sender: Option<Sender>,
     /// For an undo: the turns undone, when the wire says.
     pub turns: Option<u32>,
-    /// For a branch inside a wire: the last wire line shared with the parent.
-    pub line: Option<u32>,
+    /// Where it leaves the parent, where the source says: the last wire
+    /// line or entry shared with it.
+    pub after: Option<Pos>,
     /// The fork point was inferred (Kimi Code ≤ 0.42 wires), not recorded.
     pub inferred: bool,
 }
@@ -47,7 +48,9 @@ impl Fork {
             None => String::new(),
         };
         let at = self
-            .line
+            .after
+            .as_ref()
+            .and_then(|p| p.line)
             .map(|n| format!(" after line {n}"))
             .unwrap_or_default();
         let how = if self.inferred { " (inferred)" } else { "" };
@@ -102,8 +105,6 @@ pub struct WorldLine {
     /// Tree-shaped formats: the id of its last entry (Claude Code's uuid,
     /// Pi's 8-hex id, a Codex ordinal), as the source names it.
     pub leaf: Option<String>,
-    /// Tree-shaped formats: the id of the last entry shared with the parent.
-    pub after: Option<String>,
 }
 
 /// A SendDMail call and what DenwaRenji said to it.
@@ -247,7 +248,7 @@ pub fn build_family(
         };
         let fork = parent.map(|_| {
             let info = stated.get(i);
-            let sf = info.and_then(|l| l.fork).unwrap_or_default();
+            let sf = info.and_then(|l| l.fork.clone()).unwrap_or_default();
             // A D-Mail goes back to the last checkpoint both hold: the same
             // while its shared records are (they only grew past them).
             let checkpoint = (sf.kind == ForkKind::Dmail)
@@ -274,7 +275,7 @@ pub fn build_family(
                 origin: sf.origin.or(origin),
                 sender: None,
                 turns: sf.turns,
-                line: sf.line,
+                after: sf.after.clone(),
                 inferred: sf.inferred,
             }
         });
@@ -289,7 +290,6 @@ pub fn build_family(
             times: Times::default(),
             current: i + 1 == files.len(),
             leaf: None,
-            after: None,
         });
     }
     let mut family = Family {
@@ -321,7 +321,6 @@ fn apply_stated(family: &mut Family, stated: &[LineInfo], current: Option<usize>
         l.file = info.label.clone();
         l.branch = info.branch.clone();
         l.leaf = info.leaf.clone();
-        l.after = info.after.clone();
     }
     if let Some(c) = current.filter(|&c| c < family.lines.len()) {
         for (i, l) in family.lines.iter_mut().enumerate() {

@@ -20,7 +20,7 @@ pub use graph::{Edge, Graph, RecordRef, Segment};
 pub use wire::{Times, Timing, WireLog};
 
 pub use crate::sources::{
-    AgentFiles, AgentParts, LineFork, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
+    AgentFiles, AgentParts, LineFork, LineMark, Lineage, LinkKind, ParentLink, Pos, SessionLink,
     SessionParts, SubagentMeta, Tool,
 };
 

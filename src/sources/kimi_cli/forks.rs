@@ -196,7 +196,7 @@ mod tests {
             ]
         );
         assert_eq!(infos[0].label, "context_1.jsonl");
-        assert_eq!(infos[1].fork.map(|f| f.kind), Some(ForkKind::Dmail));
+        assert_eq!(infos[1].fork.clone().map(|f| f.kind), Some(ForkKind::Dmail));
         assert_eq!(infos[1].prompt.as_deref(), Some("try again"));
         // Appended to: the follower's answer is the one from scratch.
         dmail.push(user("c"));
@@ -212,6 +212,6 @@ mod tests {
                 shared: 2
             }
         );
-        assert_eq!(infos[1].fork.map(|f| f.kind), Some(ForkKind::Clear));
+        assert_eq!(infos[1].fork.clone().map(|f| f.kind), Some(ForkKind::Clear));
     }
 }

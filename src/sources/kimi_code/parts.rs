@@ -7,8 +7,8 @@
 
 use super::{records, AgentWire, CodeSession, ForkLink, WireTree};
 use crate::sources::{
-    AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
-    SessionParts, StatedFork, SubagentMeta, Tool,
+    AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, Pos,
+    SessionLink, SessionParts, StatedFork, SubagentMeta, Tool,
 };
 use crate::text::sanitize_line;
 
@@ -34,10 +34,9 @@ pub fn session_parts(cs: &CodeSession, forks: Vec<ForkLink>) -> SessionParts {
             records,
             session: f.session,
             kind: LinkKind::Fork,
-            line: f.line,
+            after: f.line.map(Pos::line),
             source_line,
             source_file: main.map(|m| m.wire.name.clone()).unwrap_or_default(),
-            after: None,
         }
     };
     SessionParts {
@@ -180,7 +179,7 @@ fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize)
                 } else {
                     ForkKind::Unknown
                 },
-                line: b.fork_line,
+                after: b.fork_line.map(Pos::line),
                 turns: b.turns,
                 inferred: b.inferred,
                 origin: b
@@ -220,9 +219,8 @@ fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize)
     });
     let mark = |world_line, line, count| LineMark {
         world_line,
-        line,
+        at: Pos::line(line),
         count,
-        entry: None,
         first_kept: None,
     };
     AgentParts {
