@@ -317,7 +317,7 @@ fn a_huge_wire_line_is_read_by_its_start() {
          {{\"timestamp\": 12.0, \"message\": {{\"type\": \"TurnEnd\", \"payload\": {{}}}}}}\n"
     );
     std::fs::write(&wire, text).unwrap();
-    let log = worldline::worldline::WireLog::read_checked(&wire)
+    let log = worldline::sources::WireLog::read_checked(&wire)
         .unwrap()
         .unwrap();
     assert_eq!(log.checkpoint_times(), &[10.5]);

@@ -23,6 +23,7 @@ pub mod pi;
 mod source;
 #[cfg(test)]
 pub(crate) mod test_util;
+pub mod times;
 mod wire_log;
 
 pub use follow::{Follower, Refresh};
@@ -157,7 +158,6 @@ pub struct AgentParts {
     /// How world line `i` leaves its parent; a missing entry means
     /// [`LineFork::Root`].
     pub forks: Vec<LineFork>,
-    pub wire: Option<WireLog>,
     /// `None` for the main agent.
     pub meta: Option<SubagentMeta>,
     /// How a subagent finds the parent's call that ran it.
@@ -178,57 +178,12 @@ pub struct AgentParts {
     pub folded_undos: Vec<LineMark>,
     /// The line of the parent's call in the parent's wire (Kimi Code).
     pub parent_line: Option<u32>,
-    /// Per world line: its records' times in Unix seconds where the source
-    /// reads one with the record (Kimi Code lines carry `time`). Only a
-    /// line's own records need one (those past its fork).
-    pub times: Vec<LineTimes>,
+    /// Per world line: when its own records (those past its fork) were
+    /// written, in Unix seconds, where the source knows (Kimi Code lines
+    /// carry `time`; kimi-cli's come from its wire).
+    pub times: Vec<Times>,
     /// Names users gave entries (Pi's labels).
     pub labels: Vec<EntryLabel>,
-}
-
-/// One world line's record times, from record `from` on: a branch gives
-/// only its own records' (the shared ones are its parent's), so times cost
-/// O(records), not O(branches × records). 8 bytes a record.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LineTimes {
-    from: usize,
-    /// Unix seconds; NaN: none.
-    secs: Vec<f64>,
-}
-
-impl LineTimes {
-    /// Times of the records from `from` on, in order.
-    pub fn starting_at(from: usize) -> LineTimes {
-        LineTimes {
-            from,
-            secs: Vec::new(),
-        }
-    }
-
-    /// The next record's time.
-    pub fn push(&mut self, t: Option<f64>) {
-        self.secs.push(t.unwrap_or(f64::NAN));
-    }
-
-    /// Record `r`'s time, if given.
-    pub fn at(&self, r: usize) -> Option<f64> {
-        let t = *self.secs.get(r.checked_sub(self.from)?)?;
-        (!t.is_nan()).then_some(t)
-    }
-
-    /// The index after the last record with a slot.
-    pub fn end(&self) -> usize {
-        self.from + self.secs.len()
-    }
-}
-
-impl From<Vec<Option<f64>>> for LineTimes {
-    fn from(v: Vec<Option<f64>>) -> LineTimes {
-        let mut out = LineTimes::starting_at(0);
-        out.secs.reserve_exact(v.len());
-        v.into_iter().for_each(|t| out.push(t));
-        out
-    }
 }
 
 /// A world line as a source names it.
@@ -413,6 +368,22 @@ pub enum LineFork {
     Root,
 }
 
+impl LineFork {
+    /// World line `i`'s parent and the records it shares with it, as
+    /// `forks` state and `files` hold them: a parent must come first, and
+    /// the shared part exist in both (a source's word is checked against
+    /// what it hands over).
+    pub fn checked(forks: &[LineFork], files: &[FileIndex], i: usize) -> (Option<usize>, usize) {
+        match forks.get(i).copied().unwrap_or_default() {
+            LineFork::Explicit { parent, shared } if parent < i && i < files.len() => {
+                let most = files[parent].records.len().min(files[i].records.len());
+                (Some(parent), shared.min(most))
+            }
+            LineFork::Explicit { .. } | LineFork::Root => (None, 0),
+        }
+    }
+}
+
 /// How a subagent is matched to the main agent's call that started it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum ParentLink {
@@ -474,6 +445,7 @@ pub struct Lineage {
 }
 
 pub use kimi_cli::share::SessionSummary;
+pub use times::Times;
 pub use wire_log::WireLog;
 
 /// A subagent's meta (kimi-cli: `subagents/<agent_id>/meta.json`; older

@@ -9,10 +9,9 @@
 use petgraph::graph::NodeIndex;
 
 use super::graph::RecordRef;
-use super::wire::{Times, Timing};
 use crate::model::{CallKey, Marker, RecordMeta};
 use crate::read::FileIndex;
-use crate::sources::{LineFork, LineInfo, Pos};
+use crate::sources::{LineFork, LineInfo, Pos, Times};
 
 pub use crate::sources::ForkKind;
 
@@ -138,8 +137,6 @@ pub struct Family {
     pub attempts: Vec<DMailAttempt>,
     /// Per world line, its own Agent/Task calls: (record, tool call id).
     pub agent_calls: Vec<Vec<(usize, String)>>,
-    /// The time join's state, for the next snapshot.
-    pub timing: Timing,
 }
 
 impl Family {
@@ -233,15 +230,7 @@ pub fn build_family(
         .collect();
     let mut lines: Vec<WorldLine> = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {
-        let (parent, shared) = match forks.get(i).copied().unwrap_or_default() {
-            // A source's word is checked against what it hands over: a
-            // parent must come first, and the shared part exist in both.
-            LineFork::Explicit { parent, shared } if parent < i => {
-                let most = files[parent].records.len().min(file.records.len());
-                (Some(parent), shared.min(most))
-            }
-            LineFork::Explicit { .. } | LineFork::Root => (None, 0),
-        };
+        let (parent, shared) = LineFork::checked(forks, &files, i);
         let origin = match (parent, shared.checked_sub(1)) {
             (Some(p), Some(last)) => owner_line(&lines, p, last),
             _ => None,
@@ -298,7 +287,6 @@ pub fn build_family(
         lines,
         attempts: Vec::new(),
         agent_calls: Vec::new(),
-        timing: Timing::default(),
     };
     apply_stated(&mut family, stated, current);
     // Per world line: its length in `prev` when its own part only grew.

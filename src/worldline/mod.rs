@@ -11,17 +11,15 @@ pub mod map;
 pub mod names;
 pub mod revert;
 pub mod tools;
-pub mod wire;
 
 use std::path::{Path, PathBuf};
 
 pub use family::{DMailAttempt, Family, Fork, ForkKind, Sender, WorldLine};
 pub use graph::{Edge, Graph, RecordRef, Segment};
-pub use wire::{Times, Timing, WireLog};
 
 pub use crate::sources::{
     AgentFiles, AgentParts, LineFork, LineMark, Lineage, LinkKind, ParentLink, Pos, SessionLink,
-    SessionParts, SubagentMeta, Tool,
+    SessionParts, SubagentMeta, Times, Tool,
 };
 
 use crate::error::{Error, Result};
@@ -141,7 +139,10 @@ impl Session {
                 .map(|a| &a.family);
             let mut family =
                 family::build_family(i, af.files, &af.forks, &af.lines, af.current, was);
-            wire::join_times(&mut family, af.wire.as_ref(), &af.times, was);
+            // Times come from the source, for each world line's own records.
+            for (l, t) in family.lines.iter_mut().zip(af.times) {
+                l.times = t;
+            }
             agents.push(Agent {
                 dir: af.dir,
                 family,

@@ -271,7 +271,6 @@ pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
         dir: path.to_path_buf(),
         files,
         forks,
-        wire: None,
         meta: None,
         link: ParentLink::None,
         warnings,

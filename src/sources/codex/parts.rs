@@ -286,7 +286,6 @@ fn agent_parts(
         dir: first.to_path_buf(),
         files,
         forks,
-        wire: None,
         meta,
         link,
         warnings,

@@ -227,7 +227,6 @@ fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize)
         dir: a.dir.clone(),
         files,
         forks,
-        wire: None,
         meta,
         link: link
             .as_ref()

@@ -14,7 +14,7 @@ use super::wire::{fold, Entry, EntryKind, WireIndex};
 use crate::error::{Error, Result};
 use crate::model::{Body, Marker, RecordMeta, RecordParts, Role};
 use crate::read::{lenient, FileIndex, Records};
-use crate::sources::LineTimes;
+use crate::sources::Times;
 
 /// The index entry of a record-shaped wire entry.
 pub fn record_meta(e: &Entry) -> Option<RecordMeta> {
@@ -78,7 +78,7 @@ pub fn branch_view(
     tree: &WireTree,
     b: usize,
     base: Option<(&FileIndex, u32)>,
-) -> (FileIndex, LineTimes) {
+) -> (FileIndex, Times) {
     let (mut records, after) = match base {
         Some((f, fl)) => {
             let shared = f.records.partition_point(|r| r.line() <= fl);
@@ -86,14 +86,14 @@ pub fn branch_view(
         }
         None => (Records::new(), None),
     };
-    let mut times = LineTimes::starting_at(records.len());
+    let mut times = Times::default();
     for (a, z) in tree.chain(b) {
         let a = after.map_or(a, |fl| a.max(fl.saturating_add(1)));
         let from = wire.entries.partition_point(|e| e.line < a);
         for e in wire.entries[from..].iter().take_while(|e| e.line <= z) {
             if let Some(meta) = record_meta(e) {
+                times.set(records.len(), e.time.map(|ms| ms / 1000.0));
                 records.push(meta);
-                times.push(e.time.map(|ms| ms / 1000.0));
             }
         }
     }

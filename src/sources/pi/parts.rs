@@ -175,7 +175,6 @@ pub fn session_parts(
         dir: f.path.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
         files,
         forks,
-        wire: None,
         meta: None,
         link: ParentLink::None,
         warnings,
