@@ -122,6 +122,12 @@ impl Records {
         self.len() == 0
     }
 
+    /// Records this list stores itself, past those it shares with the
+    /// world lines it branched from.
+    pub fn stored(&self) -> usize {
+        self.own.len
+    }
+
     pub fn push(&mut self, r: RecordMeta) {
         let at = self.own.len;
         if at < self.own.buf.slots.len()
