@@ -203,7 +203,7 @@ pub fn lines(
 fn calling_tool(f: &Family, r: RecordRef) -> Option<&str> {
     let records = &f.files.get(r.line)?.records;
     let key = records.get(r.record)?.tool_call_key()?;
-    records[..r.record].iter().rev().take(4096).find_map(|m| {
+    records.range(..r.record).rev().take(4096).find_map(|m| {
         m.tool_calls()
             .iter()
             .find(|c| c.key() == key)

@@ -50,12 +50,7 @@ impl StepMark {
     pub fn after(self, new: &Family, grown: Appended) -> StepMark {
         match self {
             StepMark::Checkpoint => StepMark::Checkpoint,
-            StepMark::Prompt
-                if grown
-                    .records(new)
-                    .iter()
-                    .any(|r| *r.role() == Role::Checkpoint) =>
-            {
+            StepMark::Prompt if grown.records(new).any(|r| *r.role() == Role::Checkpoint) => {
                 StepMark::Checkpoint
             }
             StepMark::Prompt => StepMark::Prompt,
@@ -157,11 +152,11 @@ impl Appended {
     }
 
     /// The appended records, as `new` holds them.
-    pub fn records(self, new: &Family) -> &[RecordMeta] {
+    pub fn records(self, new: &Family) -> impl DoubleEndedIterator<Item = &RecordMeta> + Clone {
         new.files
             .get(self.line)
-            .and_then(|f| f.records.get(self.from..))
-            .unwrap_or(&[])
+            .into_iter()
+            .flat_map(move |f| f.records.range(self.from..))
     }
 
     /// Record positions (in the grown file) that are new and the line's
@@ -556,8 +551,8 @@ impl Map {
         let grew = self.tracks.get_mut(grown.line).filter(|_| !grown.added);
         if let (Some(t), Some(file)) = (grew, nf.files.get(grown.line)) {
             push_ticks(&mut t.ticks, nf, &order, grown.line, grown.own_range(nf));
-            t.steps += added.iter().filter(|r| mark.opens(r)).count();
-            t.tokens = added.iter().rev().find_map(|r| r.tokens()).or(t.tokens);
+            t.steps += added.clone().filter(|r| mark.opens(r)).count();
+            t.tokens = added.rev().find_map(|r| r.tokens()).or(t.tokens);
             t.new_permille = permille(t.own.len(), file.records.len());
         }
         // An unchanged D-Mail keeps its arc: its call and target are
@@ -830,8 +825,7 @@ fn fork_track(
 fn checkpoint_at(family: &Family, r: RecordRef) -> Option<i64> {
     let file = family.files.get(r.line)?;
     file.records
-        .get(..=r.record.min(file.records.len().saturating_sub(1)))?
-        .iter()
+        .range(..=r.record)
         .rev()
         .find_map(|x| x.checkpoint())
 }
@@ -876,11 +870,10 @@ fn arc_of(family: &Family, order: &Order, a: &super::DMailAttempt) -> Option<DMa
     let RecordRef { line, record, .. } = a.call;
     let from_x = order.x_of(line, record)?;
     let file = family.files.get(line)?;
-    let before = &file.records[..record.min(file.records.len())];
-    let from_checkpoint = before.iter().rev().find_map(|r| r.checkpoint());
+    let mut before = file.records.range(..record);
+    let from_checkpoint = before.clone().rev().find_map(|r| r.checkpoint());
     // The target on the sender's own path: its last checkpoint with that id.
     let to_x = before
-        .iter()
         .rposition(|r| *r.role() == Role::Checkpoint && r.checkpoint() == Some(a.checkpoint_id))
         .and_then(|r| owner_of(family, order, line, r));
     let outcome = match (a.caused, a.accepted) {

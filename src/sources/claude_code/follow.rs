@@ -18,7 +18,7 @@ use super::records;
 use super::tree::{self, Rec, Tree};
 use crate::read::FileIndex;
 use crate::sources::follow::{Follower, Refresh};
-use crate::sources::{SessionParts, Source};
+use crate::sources::{SessionParts, Source, Times};
 
 type Stamp = (PathBuf, u64, Option<SystemTime>, u64);
 
@@ -29,7 +29,7 @@ struct Main {
     growth: Growth,
     /// Per world line: its records and times as last handed out.
     files: Vec<FileIndex>,
-    times: Vec<Vec<Option<f64>>>,
+    times: Vec<Times>,
 }
 
 pub struct ClaudeFollower {
@@ -93,7 +93,7 @@ impl ClaudeFollower {
 
 /// The main file's tree built whole, each world line's records reusing
 /// `old`'s storage where they only grew.
-fn whole(kept: Kept, old: Option<(Tree, Vec<FileIndex>, Vec<Vec<Option<f64>>>)>) -> Main {
+fn whole(kept: Kept, old: Option<(Tree, Vec<FileIndex>, Vec<Times>)>) -> Main {
     let scan = &kept.scan;
     let tree = tree::build(&scan.entries, &scan.extras);
     let growth = Growth::new(&scan.entries);
@@ -112,7 +112,7 @@ fn whole(kept: Kept, old: Option<(Tree, Vec<FileIndex>, Vec<Vec<Option<f64>>>)>)
             Some((f.get(i)?, w.get(i)?, was.records.len()))
         });
         let (file, when) = match kept_line {
-            Some((f, w, from)) => extend(scan, f, w, &l.records[from..]),
+            Some((f, w, from)) => extend(scan, f, w, &l.records, from),
             None => {
                 let base = l.parent.and_then(|p| files.get(p)).map(|f| &f.records);
                 records::line_index(scan, l, base, true)
@@ -130,20 +130,21 @@ fn whole(kept: Kept, old: Option<(Tree, Vec<FileIndex>, Vec<Vec<Option<f64>>>)>)
     }
 }
 
-/// A line's index and times as handed out, with `more` records after.
+/// A line's index and times as handed out, with `more` records after
+/// (the line's records from `from` on).
 fn extend(
     scan: &super::scan::Scan,
     file: &FileIndex,
-    when: &[Option<f64>],
-    more: &[Rec],
-) -> (FileIndex, Vec<Option<f64>>) {
+    when: &Times,
+    recs: &[Rec],
+    from: usize,
+) -> (FileIndex, Times) {
     let mut f = file.clone();
     f.bytes = scan.bytes;
-    let mut w = when.to_vec();
-    for &r in more {
+    let mut w = when.clone();
+    for (i, &r) in recs.iter().enumerate().skip(from) {
         f.records.push(records::record_meta(scan, r));
-        let t = scan.entries[r.entry].time;
-        w.push((!t.is_nan()).then_some(t));
+        w.set(i, records::time_of(scan, r));
     }
     (f, w)
 }
@@ -169,10 +170,9 @@ fn regrow_line(m: &mut Main, c: usize, k: usize) {
     f.bytes = scan.bytes;
     let w = &mut m.times[c];
     w.truncate(from);
-    for &r in &recs[from..] {
+    for (i, &r) in recs.iter().enumerate().skip(from) {
         f.records.push(records::record_meta(scan, r));
-        let t = scan.entries[r.entry].time;
-        w.push((!t.is_nan()).then_some(t));
+        w.set(i, records::time_of(scan, r));
     }
     m.files[c] = f;
 }
@@ -223,7 +223,7 @@ impl Follower for ClaudeFollower {
             scan: m.kept.scan.clone(),
             tree: std::mem::take(&mut m.tree),
         };
-        // Times are put in when the parts are handed out: one copy each.
+        // Times are put in when the parts are handed out.
         let first = parts::line_parts(&read, &self.path, m.files.clone(), Vec::new());
         // Appended entries that name a subagent (its result, or a call a
         // subagent waits for) change how subagents hang: read them again.

@@ -17,8 +17,8 @@ use super::{home, records};
 use crate::error::Result;
 use crate::model::Warning;
 use crate::sources::{
-    AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
-    SessionParts, StatedFork, SubagentMeta, Tool,
+    AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, Pos,
+    SessionLink, SessionParts, StatedFork, SubagentMeta, Tool,
 };
 use crate::text::sanitize_line;
 
@@ -213,10 +213,10 @@ pub fn assemble(
     });
     agents.extend(subs.into_iter().map(|(_, a)| a));
     let link_to = |l: &Link| -> SessionLink {
-        let at = l
+        let entry = l
             .after
-            .and_then(|a| main.scan.entries.iter().position(|e| e.id == a))
-            .and_then(|i| main.record_of(i));
+            .and_then(|a| main.scan.entries.iter().position(|e| e.id == a));
+        let at = entry.and_then(|i| main.record_of(i));
         SessionLink {
             session: l.session.clone(),
             dir: l.path.clone(),
@@ -224,8 +224,10 @@ pub fn assemble(
             kind: LinkKind::Fork,
             source_line: at.map_or(0, |(line, _)| line),
             source_file: name.clone(),
-            line: None,
-            after: l.after.map(|a| main.scan.id_text(a)),
+            after: l.after.map(|a| Pos {
+                line: entry.map(|i| main.scan.entries[i].line),
+                entry: Some(main.scan.id_text(a)),
+            }),
         }
     };
     Ok(SessionParts {
@@ -261,7 +263,7 @@ pub fn line_parts(
     read: &Read,
     path: &Path,
     files: Vec<crate::read::FileIndex>,
-    times: Vec<Vec<Option<f64>>>,
+    times: Vec<crate::sources::Times>,
 ) -> AgentParts {
     let t = &read.tree;
     let mut forks = Vec::with_capacity(t.lines.len());
@@ -292,13 +294,14 @@ pub fn line_parts(
             branch: None,
             fork: l.parent.map(|p| StatedFork {
                 kind,
-                line: l.after.map(|a| read.scan.entries[a].line),
+                after: l
+                    .after
+                    .map(|a| Pos::entry(read.scan.entries[a].line, read.id_text(a))),
                 turns: None,
                 inferred: false,
                 origin: Some(p),
             }),
             leaf: Some(leaf),
-            after: l.after.map(|a| read.id_text(a)),
             prompt,
         });
     }
@@ -312,7 +315,6 @@ pub fn line_parts(
         dir: path.to_path_buf(),
         files,
         forks,
-        wire: None,
         meta: None,
         link: ParentLink::None,
         warnings,
@@ -323,9 +325,8 @@ pub fn line_parts(
             .iter()
             .map(|&(world_line, i)| LineMark {
                 world_line,
-                line: read.scan.entries[i].line,
+                at: Pos::entry(read.scan.entries[i].line, read.id_text(i)),
                 count: None,
-                entry: Some(read.id_text(i)),
                 first_kept: None,
             })
             .collect(),

@@ -14,6 +14,7 @@ use super::tree::{Line, Rec};
 use crate::error::{Error, Result};
 use crate::model::{Body, Marker, RecordMeta, RecordParts, Role, ToolCallHead};
 use crate::read::{lenient, FileIndex};
+use crate::sources::Times;
 
 /// Hash of several lines read as one record.
 pub fn fold(acc: u64, line: u64) -> u64 {
@@ -70,35 +71,25 @@ pub fn record_meta(scan: &Scan, rec: Rec) -> RecordMeta {
     RecordMeta::new(e.offset, len, e.line, hash, parts)
 }
 
-/// A world line's records as one index, with each record's time (none
-/// without `times`). `base`: its parent line's records, of which it shares
-/// the first `line.shared`: those are the parent's storage, not a copy, and
-/// only its own records are timed (the builder times a line from `shared`
-/// on).
+/// A world line's records as one index, with its own records' times
+/// (none without `times`). `base`: its parent line's records, of which it
+/// shares the first `line.shared`: those are the parent's storage, not a
+/// copy, and only its own records are timed.
 pub fn line_index(
     scan: &Scan,
     line: &Line,
     base: Option<&crate::read::Records>,
     times: bool,
-) -> (FileIndex, Vec<Option<f64>>) {
+) -> (FileIndex, Times) {
     let (mut records, shared) = match base {
         Some(b) if b.len() >= line.shared => (b.prefix(line.shared), line.shared),
-        _ => {
-            let mut r = crate::read::Records::new();
-            r.reserve_exact(line.records.len());
-            (r, 0)
-        }
+        _ => (crate::read::Records::new(), 0),
     };
-    let mut when = Vec::new();
-    if times {
-        when.reserve_exact(line.records.len());
-        when.resize(shared, None);
-    }
-    for &r in &line.records[shared..] {
+    let mut when = Times::default();
+    for (i, &r) in line.records.iter().enumerate().skip(shared) {
         records.push(record_meta(scan, r));
         if times {
-            let t = scan.entries[r.entry].time;
-            when.push((!t.is_nan()).then_some(t));
+            when.set(i, time_of(scan, r));
         }
     }
     let index = FileIndex {
@@ -110,6 +101,12 @@ pub fn line_index(
         bytes: scan.bytes,
     };
     (index, when)
+}
+
+/// A record's time: its entry's `timestamp`.
+pub fn time_of(scan: &Scan, r: Rec) -> Option<f64> {
+    let t = scan.entries[r.entry].time;
+    (!t.is_nan()).then_some(t)
 }
 
 /// Loads a record's body from its file. A range that changed on disk

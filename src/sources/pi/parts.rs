@@ -9,7 +9,7 @@ use super::tree::Tree;
 use crate::model::{Role, Warning};
 use crate::read::{FileIndex, Records};
 use crate::sources::{
-    AgentParts, EntryLabel, ForkKind, LineFork, LineInfo, LineMark, Lineage, ParentLink,
+    AgentParts, EntryLabel, ForkKind, LineFork, LineInfo, LineMark, Lineage, ParentLink, Pos,
     SessionParts, StatedFork, Tool,
 };
 
@@ -134,13 +134,14 @@ pub fn session_parts(
             branch: None,
             fork: l.parent.map(|p| StatedFork {
                 kind: ForkKind::Tree,
-                line: l.after.map(|a| e[a as usize].meta.line()),
+                after: l
+                    .after
+                    .map(|a| Pos::entry(e[a as usize].meta.line(), e[a as usize].id.to_string())),
                 turns: None,
                 inferred: false,
                 origin: Some(p),
             }),
             leaf: Some(e[l.leaf as usize].id.to_string()),
-            after: l.after.map(|a| e[a as usize].id.to_string()),
             prompt,
         });
     }
@@ -153,9 +154,8 @@ pub fn session_parts(
             };
             Some(LineMark {
                 world_line: tree.owner_of(i as u32)?,
-                line: en.meta.line(),
+                at: Pos::entry(en.meta.line(), en.id.to_string()),
                 count: None,
-                entry: Some(en.id.to_string()),
                 first_kept: first_kept.as_deref().map(str::to_string),
             })
         })
@@ -175,7 +175,6 @@ pub fn session_parts(
         dir: f.path.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
         files,
         forks,
-        wire: None,
         meta: None,
         link: ParentLink::None,
         warnings,
@@ -184,7 +183,7 @@ pub fn session_parts(
         compactions,
         folded_undos: Vec::new(),
         parent_line: None,
-        times,
+        times: times.into_iter().map(Into::into).collect(),
         labels: labels(f, tree),
     };
     SessionParts {
