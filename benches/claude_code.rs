@@ -413,6 +413,24 @@ fn open_figures(big: &Path, entries: u64) {
         (trimmed.saturating_sub(before)) as f64 * 1024.0 / entries as f64,
         rss_kb("VmHWM:") as f64 / 1024.0
     );
+    // What the records are: stored once each (branches share), a few
+    // boxed (a record standing for several parallel calls holds them all).
+    let fam = s.main();
+    let (mut stored, mut boxed, mut heap) = (0, 0, 0);
+    for (f, l) in fam.files.iter().zip(&fam.lines) {
+        stored += f.records.stored();
+        for r in f.records.range(l.shared..f.records.len()) {
+            let b = r.boxed_bytes();
+            boxed += usize::from(b > 0);
+            heap += b;
+        }
+    }
+    println!(
+        "  records: {stored} stored, {} B each ({:.0} B per entry); {boxed} boxed, their boxes {:.0} B per entry",
+        std::mem::size_of::<worldline::model::RecordMeta>(),
+        (stored * std::mem::size_of::<worldline::model::RecordMeta>()) as f64 / entries as f64,
+        heap as f64 / entries as f64
+    );
     drop(s);
     // Where the time goes (each step alone, after the figures above).
     use worldline::sources::claude_code::{scan::Scan, tree};

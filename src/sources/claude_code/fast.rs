@@ -224,6 +224,30 @@ fn tool_use_result(p: &mut P<'_>) -> Option<Option<AgentIdOf>> {
     }
 }
 
+/// The first `"` or `\\` at or after `i`. Most strings (keys, ids,
+/// numbers) end within a few bytes: 8 at a time first, `memchr` for the
+/// long ones.
+fn quote_or_escape(b: &[u8], i: usize) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    // Bytes of `w` equal to `c`, as their high bits (exact up to the first).
+    let eq = |w: u64, c: u8| {
+        let x = w ^ (LO * u64::from(c));
+        x.wrapping_sub(LO) & !x & HI
+    };
+    let mut j = i;
+    for _ in 0..4 {
+        let Some(word) = b.get(j..j + 8) else { break };
+        let w = u64::from_le_bytes(word.try_into().ok()?);
+        let m = eq(w, b'"') | eq(w, b'\\');
+        if m != 0 {
+            return Some(j + (m.trailing_zeros() / 8) as usize);
+        }
+        j += 8;
+    }
+    Some(j + memchr::memchr2(b'"', b'\\', b.get(j..)?)?)
+}
+
 /// A cursor over one line.
 struct P<'a> {
     b: &'a [u8],
@@ -353,16 +377,7 @@ impl<'a> P<'a> {
         let mut i = self.i + 1;
         let mut escaped = false;
         loop {
-            // Most strings (keys, ids, numbers) end within a few bytes: a
-            // plain loop first, `memchr` for the long ones.
-            let stop = (i + 16).min(b.len());
-            let mut j = i;
-            while j < stop && b[j] != b'"' && b[j] != b'\\' {
-                j += 1;
-            }
-            if j == stop {
-                j = stop + memchr::memchr2(b'"', b'\\', &b[stop..])?;
-            }
+            let j = quote_or_escape(b, i)?;
             if self.ctl && b[i..j].iter().any(|&c| c < 0x20) {
                 return None;
             }
