@@ -326,6 +326,11 @@ mod tests {
             "{views} in views of {records} records"
         );
         assert!(stored <= records, "{stored} stored of {records} records");
+        // And each is the whole view, as read from its chain alone.
+        for (b, f) in parts.files.iter().enumerate() {
+            let (whole, _) = records::branch_index(&a.wire, &a.tree, b);
+            assert_eq!(f.records, whole.records, "branch {b}");
+        }
     }
 
     #[test]
