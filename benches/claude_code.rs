@@ -13,7 +13,8 @@
 //!   `jq -c .type` over the same file (ratio from the same run);
 //! - memory: resident bytes per entry once the session is open;
 //! - live: one whole turn appended → the live follower's snapshot holding
-//!   its last entry, on the big session and on a 3 k-entry one.
+//!   its last entry, on the big session and on a 3 k-entry one; and the
+//!   same written line by line, each entry waited for.
 //!
 //! cargo bench --bench claude_code
 //! Knobs (env): WORLDLINE_CC_ENTRIES (1000000), WORLDLINE_CC_APPENDS (10
@@ -77,6 +78,8 @@ struct Gen<W: Write> {
     rng: u64,
     /// Where the last entry's line ends (its newline excluded).
     last_end: u64,
+    /// Where each entry's line ends, in order.
+    ends: Vec<u64>,
 }
 
 impl<W: Write> Gen<W> {
@@ -113,6 +116,7 @@ impl<W: Write> Gen<W> {
         )
         .unwrap();
         self.last_end = self.out.bytes;
+        self.ends.push(self.last_end);
         self.out.write_all(b"\n").unwrap();
         self.entries += 1;
         id
@@ -236,6 +240,7 @@ fn generate(path: &Path, entries: u64, first: u64) -> Written {
         sid: path.file_stem().unwrap().to_string_lossy().into_owned(),
         rng: 0x2545_F491_4F6C_DD1D,
         last_end: 0,
+        ends: Vec::new(),
     };
     let mut at: Option<u64> = None;
     let mut ends = Vec::new();
@@ -287,6 +292,19 @@ fn records(s: &Session) -> usize {
         .unwrap_or(0)
 }
 
+/// Waits for a snapshot holding the entry whose line ends at `end`.
+fn wait(rx: &std::sync::mpsc::Receiver<LiveEvent>, end: u64) {
+    loop {
+        match rx
+            .recv_timeout(Duration::from_secs(300))
+            .expect("snapshot after append")
+        {
+            LiveEvent::Snapshot(s) if holds(&s, end) => return,
+            _ => {}
+        }
+    }
+}
+
 /// Does a snapshot hold the entry whose line ends at `end`?
 fn holds(s: &Session, end: u64) -> bool {
     s.main().files.iter().any(|f| {
@@ -299,7 +317,7 @@ fn holds(s: &Session, end: u64) -> bool {
 /// Appends `n` turns one at a time (each turn one write), each continuing
 /// the last; returns the time from each append to a snapshot holding its
 /// last entry.
-fn appends(path: &Path, w: &mut Written, n: usize) -> Vec<Duration> {
+fn appends(path: &Path, w: &mut Written, n: usize, by_line: bool) -> Vec<Duration> {
     let (rx, _h) = live::spawn(path.to_path_buf(), LiveOptions::default()).unwrap();
     loop {
         match rx
@@ -325,6 +343,7 @@ fn appends(path: &Path, w: &mut Written, n: usize) -> Vec<Duration> {
             sid: sid.clone(),
             rng: w.rng,
             last_end: 0,
+            ends: Vec::new(),
         };
         w.turn += 1;
         let end = g.turn(w.at, w.turn);
@@ -332,19 +351,28 @@ fn appends(path: &Path, w: &mut Written, n: usize) -> Vec<Duration> {
         w.next = g.next;
         w.rng = g.rng;
         w.entries += g.entries;
-        let want = g.last_end;
-        let t0 = Instant::now();
-        f.write_all(&g.out.inner).unwrap();
-        loop {
-            match rx
-                .recv_timeout(Duration::from_secs(300))
-                .expect("snapshot after append")
-            {
-                LiveEvent::Snapshot(s) if holds(&s, want) => break,
-                _ => {}
+        if !by_line {
+            let want = g.last_end;
+            let t0 = Instant::now();
+            f.write_all(&g.out.inner).unwrap();
+            wait(&rx, want);
+            out.push(t0.elapsed());
+            std::thread::sleep(Duration::from_millis(20));
+            continue;
+        }
+        // As Claude Code writes: one line at a time, each entry shown
+        // before the next line comes.
+        let mut at = size;
+        for line in g.out.inner.split_inclusive(|&b| b == b'\n') {
+            let end = at + line.len() as u64 - 1;
+            at += line.len() as u64;
+            let t0 = Instant::now();
+            f.write_all(line).unwrap();
+            if g.ends.binary_search(&end).is_ok() {
+                wait(&rx, end);
+                out.push(t0.elapsed());
             }
         }
-        out.push(t0.elapsed());
         std::thread::sleep(Duration::from_millis(20));
     }
     out
@@ -474,9 +502,18 @@ fn main() {
         return;
     }
     let small_entries = ws.entries;
-    let mut small_lat = appends(&small, &mut ws, k * 3);
+    let mut small_lat = appends(&small, &mut ws, k * 3, false);
     let big_entries = wb.entries;
-    let mut big_lat = appends(&big, &mut wb, k);
+    let mut big_lat = appends(&big, &mut wb, k, false);
+    let mut small_lines = appends(&small, &mut ws, 3, true);
+    let mut big_lines = appends(&big, &mut wb, 3, true);
+    println!(
+        "append line by line (each entry of 3 turns) → snapshot: {small_entries} entries median {:.1} ms, p99 {:.1} ms; {big_entries} entries median {:.1} ms, p99 {:.1} ms",
+        pct(&mut small_lines, 0.5),
+        pct(&mut small_lines, 0.99),
+        pct(&mut big_lines, 0.5),
+        pct(&mut big_lines, 0.99)
+    );
     println!(
         "append one turn → snapshot, {small_entries} entries: median {:.1} ms, p99 {:.1} ms ({} turns)",
         pct(&mut small_lat, 0.5),
