@@ -51,17 +51,28 @@ fn open(path: &Path) -> Result<guard::Guarded> {
 }
 
 impl Kept {
-    /// `path` read whole as `name`.
+    /// `path` read whole as `name` (a big file in two halves at once).
     pub fn read(path: &Path, name: &str) -> Result<Kept> {
-        let mut k = Kept {
+        // The file's identity before reading it: if it is replaced
+        // meanwhile, the next catch-up sees another inode and reads anew.
+        let g = open(path)?;
+        let meta = g.file.metadata().map_err(|e| Error::io(path, e))?;
+        let scan = Scan::read(path, name)?;
+        let mut file = g.file;
+        let tail = scan.resume_at().and_then(|at| {
+            let n = (at as usize).min(CHECK);
+            let mut t = vec![0u8; n];
+            let ok = file.seek(SeekFrom::Start(at - n as u64)).is_ok()
+                && file.read_exact(&mut t).is_ok();
+            ok.then_some(t)
+        });
+        Ok(Kept {
             path: path.to_path_buf(),
-            dev: 0,
-            ino: 0,
-            tail: None,
-            scan: Arc::new(Scan::new(name, path)),
-        };
-        k.catch_up()?;
-        Ok(k)
+            dev: meta.dev(),
+            ino: meta.ino(),
+            tail,
+            scan: Arc::new(scan),
+        })
     }
 
     /// Reads what was appended since; the file is read whole again when
