@@ -542,6 +542,7 @@ mod tests {
                 message: "m".into(),
             }],
             marks: Vec::new(),
+            labels: Vec::new(),
             subagents: Vec::new(),
             forks: Vec::new(),
             came_from: None,
