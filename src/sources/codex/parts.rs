@@ -18,7 +18,7 @@ use crate::model::Warning;
 use crate::read::FileIndex;
 use crate::sources::{
     AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, Pos,
-    SessionLink, SessionParts, StatedFork, SubagentMeta, Tool,
+    SessionLink, SessionParts, StatedFork, SubagentMeta, Times, Tool,
 };
 
 /// One thread read: its files and world lines.
@@ -198,7 +198,9 @@ fn agent_parts(
             .collect();
         let mut recs = crate::read::Records::new();
         recs.reserve_exact(path.len());
-        let mut when = Vec::with_capacity(path.len());
+        // Times of the line's own records only: the shared ones are its
+        // parent's (change points, so a run of equal times is one).
+        let mut when = Times::default();
         for a in &path {
             let Some(e) = t.thread.entry(&t.gens, *a) else {
                 continue;
@@ -209,7 +211,9 @@ fn agent_parts(
             } else {
                 records::elsewhere(&m, a.gen)
             });
-            when.push(e.time);
+            if recs.len() > line.shared {
+                when.set(recs.len() - 1, e.time);
+            }
         }
         let ord = |a: Option<&super::thread::At>| {
             a.and_then(|a| t.thread.entry(&t.gens, *a))
@@ -293,7 +297,7 @@ fn agent_parts(
         compactions,
         folded_undos: Vec::new(),
         parent_line: None,
-        times: times.into_iter().map(Into::into).collect(),
+        times,
         labels: Vec::new(),
         lines,
     }
