@@ -71,6 +71,9 @@ struct Seg {
     buf: Arc<Buf>,
     start: usize,
     len: usize,
+    /// How many merges made it ([`merge_tail`]); 0 for storage written by
+    /// pushes.
+    rank: u8,
 }
 
 impl Seg {
@@ -79,6 +82,7 @@ impl Seg {
             buf: Arc::new(Buf::with_capacity(0)),
             start,
             len: 0,
+            rank: 0,
         }
     }
 
@@ -91,6 +95,53 @@ impl Seg {
 
     fn end(&self) -> usize {
         self.start + self.len
+    }
+}
+
+/// Segments of one rank that merge into one of the next rank.
+const MERGE_RUN: usize = 16;
+/// Records a merge copies at most: merges are for the many small segments
+/// a deep chain of branches makes; bigger ones cost little beside their
+/// records, and a cap keeps siblings from copying much each.
+const MERGE_RECORDS: usize = 256;
+
+/// Each branch adds a segment, so a chain of 10 000 branches would make
+/// lists of 10 000. As a base-16 counter carries, [`MERGE_RUN`] segments of
+/// one rank at the tail are copied into one of the next rank: a chain's
+/// lists stay O(log) long and each record is copied O(log) times along it.
+fn merge_tail(segs: &mut Vec<Seg>) {
+    loop {
+        let Some(rank) = segs.last().map(|s| s.rank) else {
+            return;
+        };
+        let run = segs.iter().rev().take_while(|s| s.rank == rank).count();
+        if run < MERGE_RUN {
+            return;
+        }
+        let from = segs.len() - MERGE_RUN;
+        let total: usize = segs[from..].iter().map(|s| s.len).sum();
+        if total > MERGE_RECORDS {
+            return;
+        }
+        let buf = Buf::with_capacity(total);
+        let mut i = 0;
+        for s in &segs[from..] {
+            for r in s.slice() {
+                // SAFETY: `buf` is ours alone and slot `i` unwritten;
+                // `claimed` follows each write.
+                unsafe { (*buf.slots[i].get()).write(r.clone()) };
+                i += 1;
+                buf.claimed.store(i, Ordering::Relaxed);
+            }
+        }
+        let start = segs[from].start;
+        segs.truncate(from);
+        segs.push(Seg {
+            buf: Arc::new(buf),
+            start,
+            len: total,
+            rank: rank.saturating_add(1),
+        });
     }
 }
 
@@ -122,6 +173,12 @@ impl Records {
         self.len() == 0
     }
 
+    /// Records this list stores itself, past those it shares with the
+    /// world lines it branched from.
+    pub fn stored(&self) -> usize {
+        self.own.len
+    }
+
     pub fn push(&mut self, r: RecordMeta) {
         let at = self.own.len;
         if at < self.own.buf.slots.len()
@@ -147,8 +204,19 @@ impl Records {
     /// which go to storage of the branch's own.
     pub fn prefix(&self, n: usize) -> Records {
         let n = n.min(self.len());
-        if n == self.len() && self.own.len == 0 {
-            return self.clone();
+        if let Some(k) = n.checked_sub(self.own.start) {
+            // Nothing was written past record `n` in our storage (a branch
+            // from the end, or a follower's snapshot): the branch shares it
+            // and pushes in place, as a clone does.
+            if self.own.buf.claimed.load(Ordering::Acquire) == k {
+                return Records {
+                    shared: Arc::clone(&self.shared),
+                    own: Seg {
+                        len: k,
+                        ..self.own.clone()
+                    },
+                };
+            }
         }
         let mut shared: Vec<Seg> = Vec::with_capacity(self.shared.len() + 1);
         for seg in self.shared.iter().chain(std::iter::once(&self.own)) {
@@ -162,6 +230,7 @@ impl Records {
                 });
             }
         }
+        merge_tail(&mut shared);
         Records {
             shared: Arc::from(shared),
             own: Seg::empty(n),
@@ -626,6 +695,50 @@ mod tests {
         assert_eq!(twig.own.len, 1);
         assert!(twig.extends(&branch.prefix(65)) && branch.extends(&trunk.prefix(60)));
         assert!(!twig.extends(&branch));
+    }
+
+    #[test]
+    fn a_deep_chain_of_branches_keeps_few_segments_and_copies_little() {
+        // Each branch leaves its parent one record before the end (an undo)
+        // and writes two: 5 000 levels deep.
+        let mut line: Records = (1..=2).map(rec).collect();
+        let mut model: Vec<u32> = vec![1, 2];
+        let mut all = vec![line.clone()];
+        let mut next = 2;
+        let mut most_segs = 0;
+        for _ in 0..5_000 {
+            let cut = line.len() - 1;
+            line = line.prefix(cut);
+            model.truncate(cut);
+            for _ in 0..2 {
+                next += 1;
+                line.push(rec(next));
+                model.push(next);
+            }
+            most_segs = most_segs.max(line.shared.len());
+            all.push(line.clone());
+        }
+        // Every storage buffer any world line holds, once.
+        let mut bufs = std::collections::HashMap::new();
+        for l in &all {
+            for s in l.segs() {
+                bufs.insert(Arc::as_ptr(&s.buf), s.buf.claimed.load(Ordering::Relaxed));
+            }
+        }
+        let stored: usize = bufs.values().sum();
+        assert_eq!(lines(&line), model);
+        assert_eq!(line.get(7).map(|r| r.line()), Some(model[7]));
+        assert!(most_segs <= 80, "{most_segs} segments");
+        // Merged copies included, a few times the records written.
+        assert!(
+            stored < 8 * next as usize,
+            "{stored} stored for {next} records"
+        );
+        // A branch from the very end shares the storage and pushes in place.
+        let mut on = line.prefix(line.len());
+        on.push(rec(next + 1));
+        assert!(Arc::ptr_eq(&on.own.buf, &line.own.buf));
+        assert_eq!(on.len(), line.len() + 1);
     }
 
     fn model_matches(r: &Records, m: &[RecordMeta], probe: usize) {

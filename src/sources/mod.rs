@@ -114,6 +114,12 @@ pub enum Tool {
 }
 
 impl Tool {
+    /// What this agent's marked positions are called ("checkpoint",
+    /// "turn"); see [`Source::checkpoint_word`].
+    pub fn checkpoint_word(self) -> &'static str {
+        source_of(self).checkpoint_word()
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Tool::KimiCli => "kimi-cli",

@@ -390,11 +390,23 @@ pub fn shared_words(checkpoint: Option<i64>, records: usize) -> String {
     )
 }
 
+/// A name a user gave an entry (Pi's label), where it sits on the map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapLabel {
+    /// The world line that holds the entry as its own.
+    pub line: usize,
+    pub x: usize,
+    /// Sanitised, short.
+    pub text: String,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Map {
     pub tracks: Vec<Track>,
     pub arcs: Vec<DMailArc>,
     pub marks: Vec<Mark>,
+    /// Names on entries, drawn as `[name]` on their line (main agent only).
+    pub labels: Vec<MapLabel>,
     pub subagents: Vec<SubTrack>,
     /// Sessions made from this one (main agent's map only).
     pub forks: Vec<ForkTrack>,
@@ -471,6 +483,20 @@ impl Map {
             })
             .collect();
         self.came_from = came_from(s);
+        // Few, and labels can move: found again each time.
+        self.labels = main
+            .labels
+            .iter()
+            .filter_map(|lb| {
+                let (line, record) = lb.at?;
+                let own = main.family.owner(line, record)?;
+                Some(MapLabel {
+                    line: own.line,
+                    x: order.x_of(own.line, own.record)?,
+                    text: sanitize_line(&lb.label, 24),
+                })
+            })
+            .collect();
         if let (Some(from), Some(first)) = (&self.came_from, self.tracks.first_mut()) {
             first.reason = format!("⑂ {from}");
         }
@@ -507,6 +533,7 @@ impl Map {
             tracks,
             arcs,
             marks,
+            labels: Vec::new(),
             subagents: Vec::new(),
             forks: Vec::new(),
             came_from: None,

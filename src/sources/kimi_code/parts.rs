@@ -307,6 +307,33 @@ mod tests {
     }
 
     #[test]
+    fn branch_views_store_only_their_own_records() {
+        let cs = session(&undo_wire(200));
+        let a = &cs.agents[0];
+        let parts = agent_parts_within(&cs, 0, a, usize::MAX);
+        let views: usize = parts.files.iter().map(|f| f.records.len()).sum();
+        let stored: usize = parts.files.iter().map(|f| f.records.stored()).sum();
+        let records = a
+            .wire
+            .entries
+            .iter()
+            .filter(|e| records::record_meta(e).is_some())
+            .count();
+        // 201 views, each its base's records and one more prompt, stored
+        // once: a view holds its base's records without copying them.
+        assert!(
+            views > 10 * records,
+            "{views} in views of {records} records"
+        );
+        assert!(stored <= records, "{stored} stored of {records} records");
+        // And each is the whole view, as read from its chain alone.
+        for (b, f) in parts.files.iter().enumerate() {
+            let (whole, _) = records::branch_index(&a.wire, &a.tree, b);
+            assert_eq!(f.records, whole.records, "branch {b}");
+        }
+    }
+
+    #[test]
     fn over_the_budget_the_newest_branches_are_kept_with_a_warning() {
         let cs = session(&undo_wire(200));
         let a = &cs.agents[0];

@@ -87,8 +87,11 @@ pub fn branch_view(
         None => (Records::new(), None),
     };
     let mut times = Times::default();
-    for (a, z) in tree.chain(b) {
-        let a = after.map_or(a, |fl| a.max(fl.saturating_add(1)));
+    let ranges = match after {
+        Some(fl) => tree.chain_after(b, fl),
+        None => tree.chain(b),
+    };
+    for (a, z) in ranges {
         let from = wire.entries.partition_point(|e| e.line < a);
         for e in wire.entries[from..].iter().take_while(|e| e.line <= z) {
             if let Some(meta) = record_meta(e) {
