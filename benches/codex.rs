@@ -35,6 +35,12 @@ struct Args {
     dir: Option<PathBuf>,
     #[arg(long, hide = true)]
     bench: bool,
+    /// Skip following the thread live
+    #[arg(long)]
+    no_live: bool,
+    /// Turns appended in the live part (each waited for)
+    #[arg(long, default_value_t = 20)]
+    appends: usize,
 }
 
 const THREAD: &str = "01b00000-0000-7000-8000-00000000000a";
@@ -284,5 +290,106 @@ fn main() -> Result<()> {
         row("`jq -c .type` over the 3 files", j, n, mb);
         println!("worldline is {:.1}× faster than jq", j.secs / wl.secs);
     }
+    if !args.no_live {
+        live_part(&files, args.appends)?;
+    }
     Ok(())
+}
+
+/// The thread's current line (its revert generation) followed live while
+/// whole turns are appended to it, on copies of the big family and of a
+/// 3 k-record one: append → a snapshot holding it.
+fn live_part(big: &[PathBuf], appends: usize) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let small_home = tmp.path().join("small/.codex");
+    let small = generate(&small_home, 3_000)?;
+    let big_home = tmp.path().join("big/.codex");
+    let day = big_home.join(DAY);
+    fs::create_dir_all(&day)?;
+    let mut copies = Vec::new();
+    for f in big {
+        let to = day.join(f.file_name().context("a file name")?);
+        fs::copy(f, &to)?;
+        copies.push(to);
+    }
+    let (si, sl) = live_appends(&small[1], appends.max(20))?;
+    let (bi, bl) = live_appends(&copies[1], appends)?;
+    let p50 = |v: &[f64]| v[v.len() / 2];
+    let p99 = |v: &[f64]| v[(v.len() * 99 / 100).min(v.len() - 1)];
+    println!("live, one turn appended to the current line → the snapshot holding it:");
+    println!(
+        "  3 k records: initial {:.0} ms, p50 {:.1} ms, p99 {:.1} ms (n = {})",
+        si,
+        p50(&sl),
+        p99(&sl),
+        sl.len()
+    );
+    println!(
+        "  {} records: initial {:.0} ms, p50 {:.1} ms, p99 {:.1} ms (n = {}); p50 ratio big / 3 k {:.1}× (goal: within 2× + 5 ms)",
+        lines(big)?,
+        bi,
+        p50(&bl),
+        p99(&bl),
+        bl.len(),
+        p50(&bl) / p50(&sl)
+    );
+    Ok(())
+}
+
+fn current_records(s: &worldline::worldline::Session) -> usize {
+    let Some(a) = s.agents.first() else { return 0 };
+    let f = &a.family;
+    f.lines
+        .iter()
+        .position(|l| l.current)
+        .and_then(|i| f.files.get(i))
+        .map_or(0, |x| x.records.len())
+}
+
+/// Follows `file` (sorted latencies in ms, and the initial read in ms).
+fn live_appends(file: &Path, n: usize) -> Result<(f64, Vec<f64>)> {
+    use std::sync::mpsc::Receiver;
+    use std::time::Duration;
+    use worldline::live::{self, LiveEvent, LiveOptions};
+    let wait = |rx: &Receiver<LiveEvent>, want: usize| -> Result<usize> {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while let Ok(ev) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            if let LiveEvent::Snapshot(s) = ev {
+                let have = current_records(&s);
+                if have >= want {
+                    return Ok(have);
+                }
+            }
+        }
+        bail!("no snapshot with {want} records on the current line")
+    };
+    // The last ordinal written, to go on from.
+    let text = fs::read(file)?;
+    let last = text
+        .split(|&b| b == b'\n')
+        .rev()
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_slice(l).ok()?;
+            v["ordinal"].as_u64()
+        })
+        .context("an ordinal")?;
+    drop(text);
+    let t = Instant::now();
+    let (rx, _h) = live::spawn(file.to_path_buf(), LiveOptions::default())?;
+    let mut have = wait(&rx, 1)?;
+    let initial = t.elapsed().as_secs_f64() * 1000.0;
+    let mut out = fs::OpenOptions::new().append(true).open(file)?;
+    let mut ord = last + 1;
+    let mut lat = Vec::new();
+    for k in 0..n {
+        let mut turn_text = Vec::new();
+        turn(&mut turn_text, &mut ord, 9_000_000 + k as u64, THREAD)?;
+        let t0 = Instant::now();
+        out.write_all(&turn_text)?;
+        have = wait(&rx, have + 1)?;
+        lat.push(t0.elapsed().as_secs_f64() * 1000.0);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    lat.sort_by(f64::total_cmp);
+    Ok((initial, lat))
 }
