@@ -10,9 +10,7 @@
 //! ```
 //!
 //! Prints time, throughput, peak RSS, bytes of peak RSS per record and the
-//! ratio to jq; then live appends: one turn appended to the family's
-//! current file, and to a small thread of 3 k records, each timed from the
-//! write to the live follower's snapshot holding it (`worldline::live`). `harness = false`: under `cargo test --benches` it only
+//! ratio to jq. `harness = false`: under `cargo test --benches` it only
 //! says how to run it.
 
 use std::fs;
@@ -23,8 +21,6 @@ use std::time::Instant;
 
 use anyhow::{bail, Context as _, Result};
 use clap::Parser;
-use std::time::Duration;
-use worldline::live::{self, LiveEvent, LiveOptions};
 
 #[derive(Debug, Parser)]
 #[command(about = "worldline Codex open benchmark (issue #23)")]
@@ -34,14 +30,17 @@ struct Args {
     records: u64,
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// Turns appended to each live thread (median reported)
-    #[arg(long, default_value_t = 5)]
-    appends: usize,
     /// Where the family is generated (reused when complete)
     #[arg(long)]
     dir: Option<PathBuf>,
     #[arg(long, hide = true)]
     bench: bool,
+    /// Skip following the thread live
+    #[arg(long)]
+    no_live: bool,
+    /// Turns appended in the live part (each waited for)
+    #[arg(long, default_value_t = 20)]
+    appends: usize,
 }
 
 const THREAD: &str = "01b00000-0000-7000-8000-00000000000a";
@@ -291,105 +290,106 @@ fn main() -> Result<()> {
         row("`jq -c .type` over the 3 files", j, n, mb);
         println!("worldline is {:.1}× faster than jq", j.secs / wl.secs);
     }
-    live_appends(&dir, &files, args.appends)?;
+    if !args.no_live {
+        live_part(&files, args.appends)?;
+    }
     Ok(())
 }
 
-/// A thread of one file, `records` lines, for the small side of the
-/// append comparison.
-fn small_thread(home: &Path, records: u64) -> Result<PathBuf> {
-    let day = home.join(DAY);
-    fs::create_dir_all(&day)?;
-    let p = day.join(name(THREAD, None));
-    let mut w = BufWriter::new(fs::File::create(&p)?);
-    meta(&mut w, 0, THREAD, "")?;
-    let mut ord = 1;
-    for k in 0..(records / TURN_LINES).max(1) {
-        turn(&mut w, &mut ord, k, THREAD)?;
-    }
-    w.flush()?;
-    Ok(p)
-}
-
-/// The ordinal after a file's last line.
-fn next_ordinal(path: &Path) -> Result<u64> {
-    let bytes = fs::read(path)?;
-    let last = bytes
-        .split(|&b| b == b'\n')
-        .rev()
-        .find(|l| !l.is_empty())
-        .context("empty rollout")?;
-    let v: serde_json::Value = serde_json::from_slice(last)?;
-    Ok(v.get("ordinal")
-        .and_then(serde_json::Value::as_u64)
-        .context("no ordinal")?
-        + 1)
-}
-
-fn held(s: &worldline::worldline::Session) -> usize {
-    s.main().files.iter().map(|f| f.records.len()).sum()
-}
-
-/// Follows the thread whose first file is `first` and appends `n` turns to
-/// `live_file`, one at a time: the time from each write to a snapshot
-/// holding the turn.
-fn appends(first: &Path, live_file: &Path, n: usize) -> Result<Vec<Duration>> {
-    let (rx, _h) = live::spawn(first.to_path_buf(), LiveOptions::default())?;
-    let wait = Duration::from_secs(600);
-    let mut want = loop {
-        if let LiveEvent::Snapshot(s) = rx.recv_timeout(wait).context("initial snapshot")? {
-            break held(&s);
-        }
-    };
-    let mut ord = next_ordinal(live_file)?;
-    let mut f = fs::OpenOptions::new().append(true).open(live_file)?;
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        let mut turn_bytes = Vec::new();
-        turn(&mut turn_bytes, &mut ord, 900_000 + i as u64, THREAD)?;
-        let t0 = Instant::now();
-        f.write_all(&turn_bytes)?;
-        want += TURN_LINES as usize;
-        loop {
-            match rx.recv_timeout(wait).context("snapshot after append")? {
-                LiveEvent::Snapshot(s) if held(&s) >= want => break,
-                _ => {}
-            }
-        }
-        out.push(t0.elapsed());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok(out)
-}
-
-fn median_ms(mut v: Vec<Duration>) -> f64 {
-    v.sort();
-    v.get(v.len() / 2).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-}
-
-/// One turn appended live to the family's current file (its revert
-/// generation) and to a 3 k-record thread, in copies (the originals stay
-/// as generated for the next run).
-fn live_appends(dir: &Path, files: &[PathBuf], n: usize) -> Result<()> {
-    let live_dir = dir.join("live");
-    let _ = fs::remove_dir_all(&live_dir);
-    let big_home = live_dir.join("big/.codex");
+/// The thread's current line (its revert generation) followed live while
+/// whole turns are appended to it, on copies of the big family and of a
+/// 3 k-record one: append → a snapshot holding it.
+fn live_part(big: &[PathBuf], appends: usize) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let small_home = tmp.path().join("small/.codex");
+    let small = generate(&small_home, 3_000)?;
+    let big_home = tmp.path().join("big/.codex");
     let day = big_home.join(DAY);
     fs::create_dir_all(&day)?;
-    // The thread's two files; the fork stays out (its own session).
-    for f in &files[..2] {
-        fs::copy(f, day.join(f.file_name().context("file name")?))?;
+    let mut copies = Vec::new();
+    for f in big {
+        let to = day.join(f.file_name().context("a file name")?);
+        fs::copy(f, &to)?;
+        copies.push(to);
     }
-    let big_first = day.join(name(THREAD, None));
-    let big_live = day.join(name(THREAD, Some(GEN)));
-    let small = small_thread(&live_dir.join("small/.codex"), 3_000)?;
-    let big = median_ms(appends(&big_first, &big_live, n)?);
-    let small_ms = median_ms(appends(&small, &small, n)?);
+    let (si, sl) = live_appends(&small[1], appends.max(20))?;
+    let (bi, bl) = live_appends(&copies[1], appends)?;
+    let p50 = |v: &[f64]| v[v.len() / 2];
+    let p99 = |v: &[f64]| v[(v.len() * 99 / 100).min(v.len() - 1)];
+    println!("live, one turn appended to the current line → the snapshot holding it:");
     println!(
-        "live append of one turn ({TURN_LINES} lines), median of {n}: {big:.1} ms to the big thread, {small_ms:.1} ms to a 3 k-record thread ({:.1}×; goal ≤ 2× + 5 ms: {})",
-        big / small_ms.max(1e-9),
-        if big <= 2.0 * small_ms + 5.0 { "met" } else { "not met" }
+        "  3 k records: initial {:.0} ms, p50 {:.1} ms, p99 {:.1} ms (n = {})",
+        si,
+        p50(&sl),
+        p99(&sl),
+        sl.len()
     );
-    let _ = fs::remove_dir_all(&live_dir);
+    println!(
+        "  {} records: initial {:.0} ms, p50 {:.1} ms, p99 {:.1} ms (n = {}); p50 ratio big / 3 k {:.1}× (goal: within 2× + 5 ms)",
+        lines(big)?,
+        bi,
+        p50(&bl),
+        p99(&bl),
+        bl.len(),
+        p50(&bl) / p50(&sl)
+    );
     Ok(())
+}
+
+fn current_records(s: &worldline::worldline::Session) -> usize {
+    let Some(a) = s.agents.first() else { return 0 };
+    let f = &a.family;
+    f.lines
+        .iter()
+        .position(|l| l.current)
+        .and_then(|i| f.files.get(i))
+        .map_or(0, |x| x.records.len())
+}
+
+/// Follows `file` (sorted latencies in ms, and the initial read in ms).
+fn live_appends(file: &Path, n: usize) -> Result<(f64, Vec<f64>)> {
+    use std::sync::mpsc::Receiver;
+    use std::time::Duration;
+    use worldline::live::{self, LiveEvent, LiveOptions};
+    let wait = |rx: &Receiver<LiveEvent>, want: usize| -> Result<usize> {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while let Ok(ev) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            if let LiveEvent::Snapshot(s) = ev {
+                let have = current_records(&s);
+                if have >= want {
+                    return Ok(have);
+                }
+            }
+        }
+        bail!("no snapshot with {want} records on the current line")
+    };
+    // The last ordinal written, to go on from.
+    let text = fs::read(file)?;
+    let last = text
+        .split(|&b| b == b'\n')
+        .rev()
+        .find_map(|l| {
+            let v: serde_json::Value = serde_json::from_slice(l).ok()?;
+            v["ordinal"].as_u64()
+        })
+        .context("an ordinal")?;
+    drop(text);
+    let t = Instant::now();
+    let (rx, _h) = live::spawn(file.to_path_buf(), LiveOptions::default())?;
+    let mut have = wait(&rx, 1)?;
+    let initial = t.elapsed().as_secs_f64() * 1000.0;
+    let mut out = fs::OpenOptions::new().append(true).open(file)?;
+    let mut ord = last + 1;
+    let mut lat = Vec::new();
+    for k in 0..n {
+        let mut turn_text = Vec::new();
+        turn(&mut turn_text, &mut ord, 9_000_000 + k as u64, THREAD)?;
+        let t0 = Instant::now();
+        out.write_all(&turn_text)?;
+        have = wait(&rx, have + 1)?;
+        lat.push(t0.elapsed().as_secs_f64() * 1000.0);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    lat.sort_by(f64::total_cmp);
+    Ok((initial, lat))
 }

@@ -561,7 +561,7 @@ fn wire_read(path: &Path, runs: usize) -> Result<(String, Measure, f64)> {
     let mb = file_mb(path)?;
     let m = median(runs, || {
         let t = Instant::now();
-        let w = worldline::worldline::WireLog::read(path);
+        let w = worldline::sources::WireLog::read(path);
         let secs = t.elapsed().as_secs_f64();
         drop(w);
         Ok(Measure { secs, rss_kb: None })

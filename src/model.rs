@@ -108,8 +108,11 @@ pub struct RecordParts {
 
 /// Length of the longest run of equal records at the start of both lists:
 /// how much a world line shares with another.
-pub fn shared_prefix(old: &[RecordMeta], new: &[RecordMeta]) -> usize {
-    old.iter()
+pub fn shared_prefix<'a>(
+    old: impl IntoIterator<Item = &'a RecordMeta>,
+    new: impl IntoIterator<Item = &'a RecordMeta>,
+) -> usize {
+    old.into_iter()
         .zip(new)
         .take_while(|(a, b)| a.same_record(b))
         .count()

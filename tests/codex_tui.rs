@@ -139,3 +139,34 @@ fn a_command_and_its_output_and_a_subagent() {
     let screen = render(&mut a);
     assert!(screen.contains("SPAWN a helper please"), "{screen}");
 }
+
+/// A Codex turn is called a turn, and nothing promises a D-Mail can go
+/// back to it (only kimi's checkpoints take one).
+#[test]
+fn a_turn_is_a_turn_not_a_checkpoint() {
+    use worldline::model::Role;
+    use worldline::worldline::RecordRef;
+    let id = first_thread_id("r_revert_compact");
+    let s = Session::load(&thread("r_revert_compact", &id[..8])).unwrap();
+    let f = &s.agents[0].family;
+    let record = f.files[0]
+        .records
+        .iter()
+        .position(|m| *m.role() == Role::Checkpoint)
+        .expect("a turn mark");
+    let r = RecordRef {
+        agent: 0,
+        line: 0,
+        record,
+    };
+    let text: String = worldline::ui::detail::lines(&s, r, None, &Theme { color: false })
+        .iter()
+        .map(|l| l.to_string() + "\n")
+        .collect();
+    assert!(text.starts_with("turn"), "{text}");
+    assert!(text.contains("\nturn 0 begins"), "{text}");
+    assert!(
+        !text.contains("checkpoint") && !text.contains("D-Mail"),
+        "{text}"
+    );
+}

@@ -168,7 +168,7 @@ fn wire_times_join_records() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/kimi-cli/dmail_twice");
     let s = Session::load(&session_dir(&dir)).unwrap();
     let main = &s.agents[0];
-    let wire = worldline::worldline::WireLog::read(&session_dir(&dir).join("wire.jsonl")).unwrap();
+    let wire = worldline::sources::WireLog::read(&session_dir(&dir).join("wire.jsonl")).unwrap();
     assert!(!wire.checkpoint_times().is_empty());
     // Every tool call has the exact time of its wire ToolCall event, and times
     // never go backwards along the order records were written.

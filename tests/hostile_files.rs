@@ -252,7 +252,10 @@ fn thousands_of_distinct_tool_names_each_stay_their_own() {
     }
     std::fs::write(dir.join("context.jsonl"), &text).unwrap();
     let ix = worldline::read::index_file(&dir.join("context.jsonl"), "context.jsonl").unwrap();
-    let tail = &ix.records[ix.records.len() - 2 * n..];
+    let tail = ix
+        .records
+        .range(ix.records.len() - 2 * n..)
+        .collect::<Vec<_>>();
     for (i, pair) in tail.chunks(2).enumerate() {
         let call = pair[0].tool_calls().first().expect("a call");
         assert_eq!(call.name(), format!("tool{i}"));
@@ -314,7 +317,7 @@ fn a_huge_wire_line_is_read_by_its_start() {
          {{\"timestamp\": 12.0, \"message\": {{\"type\": \"TurnEnd\", \"payload\": {{}}}}}}\n"
     );
     std::fs::write(&wire, text).unwrap();
-    let log = worldline::worldline::WireLog::read_checked(&wire)
+    let log = worldline::sources::WireLog::read_checked(&wire)
         .unwrap()
         .unwrap();
     assert_eq!(log.checkpoint_times(), &[10.5]);

@@ -11,13 +11,8 @@ KIMI_CLI_VERSION=1.52.0 # the version the bridge was tested with
 VENV=target/kimi-venv
 TEST_TIMEOUT=240 # seconds for all tests; they take about 30
 
-skip() {
-  printf '%s\n' "########################################################################" \
-    "## SKIP: $*" \
-    "########################################################################" >&2
-  echo "kimi-cli bridge: SKIPPED ($*)"
-  exit 0
-}
+BRIDGE="kimi-cli bridge"
+. tests/bridge_lib.sh
 
 # --- Python >= 3.12 (kimi-cli needs it): pyenv first, then PATH ----------------
 is_new_enough() { "$1" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; }
@@ -53,7 +48,7 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(installed_version)" != "$KIMI_CLI_VERSION
     index="${PIP_INDEX_URL:-https://pypi.org/simple}"
     if ! "$PYTHON" -c 'import sys, urllib.request as u; u.urlopen(sys.argv[1].rstrip("/") + "/kimi-cli/", timeout=15)' "$index" 2>/dev/null; then
       rm -rf "$VENV"
-      skip "package registry unreachable ($index); kimi-cli bridge tests not run"
+      bridge_skip "package registry unreachable ($index); kimi-cli bridge tests not run"
     fi
     rm -rf "$VENV"
     echo "kimi-cli bridge: pip install kimi-cli==$KIMI_CLI_VERSION failed" >&2
@@ -68,11 +63,8 @@ if ! "$VENV/bin/python" -c 'import kimi_cli.soul.kimisoul' 2>/dev/null; then
 fi
 
 # --- worldline --------------------------------------------------------------------
-export WORLDLINE_BIN="${WORLDLINE_BIN:-target/debug/worldline}"
-if [ ! -x "$WORLDLINE_BIN" ]; then
-  cargo build --quiet
-fi
-WORLDLINE_BIN=$(cd "$(dirname "$WORLDLINE_BIN")" && pwd)/$(basename "$WORLDLINE_BIN")
+bridge_worldline
+export WORLDLINE_BIN
 
 # --- run; whatever happens, no kimi-cli outlives us ------------------------------
 # Each kimi-cli runs in its own process group and the runner kills it itself; the

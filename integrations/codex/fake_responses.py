@@ -14,18 +14,13 @@ usage: fake_responses.py PORT LOG
 """
 
 import json
+import os
 import re
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-
-def text_of(content):
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared"))
+from openai_chat import text_of  # noqa: E402
+from scripted_server import Handler as ScriptedHandler, main  # noqa: E402
 
 
 def injected(text):
@@ -72,41 +67,18 @@ def reply_for(req):
     return {"text": f"Scripted reply to: {prompt}"}
 
 
-class Handler(BaseHTTPRequestHandler):
-    counter = 0
-    lock = threading.Lock()
-    log_path = None
-
-    def log_message(self, *args):
-        pass
+class Handler(ScriptedHandler):
+    log_paths = True
 
     def do_GET(self):
         if self.path.rstrip("/").endswith("/models"):
-            body = json.dumps({"object": "list", "data": [{"id": "fake-model", "object": "model"}],
-                               "models": []}).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.send_models({"models": []})
             return
         self.send_response(404)
         self.end_headers()
 
-    def do_POST(self):
-        n = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(n)
-        try:
-            req = json.loads(raw or b"{}")
-        except ValueError:
-            req = {}
-        with Handler.lock:
-            Handler.counter += 1
-            k = Handler.counter
-            if Handler.log_path:
-                with open(Handler.log_path, "a") as f:
-                    f.write(json.dumps({"path": self.path, "request": req}) + "\n")
-        if not self.path.rstrip("/").endswith("/responses"):
+    def answer(self, path, req, k):
+        if not path.endswith("/responses"):
             self.send_response(404)
             self.end_headers()
             return
@@ -141,13 +113,5 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-def main():
-    port = int(sys.argv[1])
-    Handler.log_path = sys.argv[2] if len(sys.argv) > 2 else None
-    srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    print(f"listening {port}", flush=True)
-    srv.serve_forever()
-
-
 if __name__ == "__main__":
-    main()
+    main(Handler, "listening {port}")

@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,21 +33,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from appserver import AppServer  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAILED = []
+sys.path.insert(0, os.path.join(HERE, "..", "shared"))
+from driver import Checks, free_port, stop  # noqa: E402
 
-
-def check(ok, what):
-    print(("  ok   " if ok else "  FAIL ") + what, flush=True)
-    if not ok:
-        FAILED.append(what)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+check = Checks(indent="  ")
 
 
 CONFIG = """model = "fake-model"
@@ -146,18 +134,12 @@ def main():
             raise RuntimeError("the scripted Responses server did not start")
         run(args, env, home, proj, children)
     finally:
-        for c in children:
-            if c.poll() is None:
-                os.killpg(c.pid, signal.SIGTERM)
-                try:
-                    c.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(c.pid, signal.SIGKILL)
+        stop(children)
     print(f"     (the whole recording took {time.time() - t0:.1f}s)", flush=True)
     if args.save_fixtures:
         save(args.save_fixtures, home, work)
-    if FAILED:
-        print(f"Codex bridge: {len(FAILED)} check(s) FAILED", flush=True)
+    if check.failed:
+        print(f"Codex bridge: {len(check.failed)} check(s) FAILED", flush=True)
         sys.exit(1)
     print("Codex bridge: all checks passed", flush=True)
 

@@ -33,30 +33,10 @@ import urllib.error
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAILURES = []
+sys.path.insert(0, os.path.join(HERE, "..", "shared"))
+from driver import Checks, free_port, stop, wait_for  # noqa: E402
 
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        FAILURES.append(what)
-    return cond
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(pred, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    raise SystemExit(f"timed out after {timeout}s waiting for {what}")
+check = Checks()
 
 
 class Api:
@@ -169,17 +149,7 @@ capabilities = ["tool_use"]
         return p
 
     def stop_all():
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+        stop(procs)
 
     try:
         start([sys.executable, os.path.join(HERE, "fake_llm.py"), str(llm_port),
@@ -188,8 +158,8 @@ capabilities = ["tool_use"]
         run(args, env, home, proj, web_port, start)
     finally:
         stop_all()
-    if FAILURES:
-        print(f"\n{len(FAILURES)} check(s) failed", flush=True)
+    if check.failed:
+        print(f"\n{len(check.failed)} check(s) failed", flush=True)
         sys.exit(1)
     print("\nall Kimi Code bridge checks passed", flush=True)
 

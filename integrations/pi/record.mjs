@@ -133,7 +133,13 @@ check(forkFile !== file && path.dirname(forkFile) === path.dirname(file), "the f
 await prompt("forked: a turn in the fork");
 const forkLeaf = leaf();
 
+// Give watch time to see the last writes: at least 1.5 s, and on a busy
+// machine until the fork has shown up (at most 20 s; the checks below say
+// what it missed).
 await pause(1500);
+for (let waited = 0; waited < 20000 && !watchOut.some((e) => e.event === "fork"); waited += 250) {
+  await pause(250);
+}
 watch.kill("SIGTERM");
 await new Promise((r) => watch.on("close", r));
 await runtime.dispose?.();

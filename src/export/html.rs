@@ -431,8 +431,9 @@ fn record(
         Role::Checkpoint => {
             let _ = writeln!(
                 out,
-                "<div class=\"cp\" id=\"{id}\">⚑{} checkpoint <span class=\"time\">{}</span></div>",
+                "<div class=\"cp\" id=\"{id}\">⚑{} {} <span class=\"time\">{}</span></div>",
                 meta.checkpoint().unwrap_or(-1),
+                s.tool.checkpoint_word(),
                 time_of(s, r)
             );
             return;

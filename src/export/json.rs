@@ -3,7 +3,9 @@
 
 use serde_json::{json, Value};
 
-use crate::worldline::{DMailAttempt, Family, ForkKind, LineMark, Session, SessionLink, WorldLine};
+use crate::worldline::{
+    DMailAttempt, Family, ForkKind, LineMark, Pos, Session, SessionLink, WorldLine,
+};
 
 pub fn session_json(s: &Session) -> Value {
     // Branches inside one file (Kimi Code) carry their marks by branch.
@@ -79,11 +81,11 @@ pub fn link_json(l: &SessionLink) -> Value {
         "kind": l.kind.as_str(),
         "file": l.source_file,
     });
-    if let Some(line) = l.line {
-        v["line"] = json!(line);
-    }
-    if let Some(after) = &l.after {
-        v["after"] = json!(after);
+    // Formats that name entries say which; the others, which line.
+    match &l.after {
+        Some(Pos { entry: Some(e), .. }) => v["after"] = json!(e),
+        Some(Pos { line: Some(n), .. }) => v["line"] = json!(n),
+        _ => {}
     }
     v
 }
@@ -94,7 +96,7 @@ fn entry_marks(f: &Family, list: &[LineMark]) -> Vec<Value> {
     list.iter()
         .map(|m| {
             let leaf = f.lines.get(m.world_line).and_then(|l| l.leaf.clone());
-            let mut v = json!({"leaf": leaf, "entry": m.entry});
+            let mut v = json!({"leaf": leaf, "entry": m.at.entry});
             if let Some(kept) = &m.first_kept {
                 v["firstKeptEntryId"] = json!(kept);
             }
@@ -109,8 +111,8 @@ fn marks(f: &Family, list: &[LineMark]) -> Vec<Value> {
         .map(|m| {
             let branch = f.lines.get(m.world_line).and_then(|l| l.branch.clone());
             match m.count {
-                Some(n) => json!({"branch": branch, "line": m.line, "count": n}),
-                None => json!({"branch": branch, "line": m.line}),
+                Some(n) => json!({"branch": branch, "line": m.at.line, "count": n}),
+                None => json!({"branch": branch, "line": m.at.line}),
             }
         })
         .collect()
@@ -167,7 +169,7 @@ fn branch_json(f: &Family, l: &WorldLine) -> Value {
     let fork = l.fork.as_ref().map(|fk| {
         json!({
             "kind": fk.kind.as_str(),
-            "line": fk.line,
+            "line": fk.after.as_ref().map(|p| p.line),
             "turns": fk.turns,
             "inferred": fk.inferred,
             "origin": fk.origin.and_then(name),
@@ -199,7 +201,7 @@ fn entry_line_json(f: &Family, l: &WorldLine) -> Value {
     let fork = l.fork.as_ref().map(|fk| {
         json!({
             "kind": fk.kind.as_str(),
-            "after": l.after,
+            "after": fk.after.as_ref().and_then(|p| p.entry.clone()),
             "prompt": fk.message,
             "origin": fk.origin.and_then(leaf),
         })

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use crate::text::{sanitize_line, sanitize_message, sanitize_path};
 use crate::worldline::names::line_name;
-use crate::worldline::{Agent, Family, ForkKind, Session, SessionLink, SubagentMeta, Tool};
+use crate::worldline::{Agent, Family, ForkKind, Pos, Session, SessionLink, SubagentMeta, Tool};
 
 /// Where the session came from and what was made from it.
 fn lineage(out: &mut String, s: &Session) {
@@ -13,11 +13,11 @@ fn lineage(out: &mut String, s: &Session) {
     // a tree of entries names where the copy ends by line or entry; a fork
     // of one world line's records (kimi-cli) counts them.
     let by_place = s.tool != Tool::default();
-    let what = |l: &SessionLink| match (&l.after, l.line) {
-        (Some(e), _) => format!("after entry {}", sanitize_line(e, 40)),
-        (None, Some(n)) => format!("after line {n}"),
-        (None, None) if by_place => "at an unknown line".to_string(),
-        (None, None) => format!("from its first {} record{}", l.records, plural(l.records)),
+    let what = |l: &SessionLink| match &l.after {
+        Some(Pos { entry: Some(e), .. }) => format!("after entry {}", sanitize_line(e, 40)),
+        Some(Pos { line: Some(n), .. }) => format!("after line {n}"),
+        _ if by_place => "at an unknown line".to_string(),
+        _ => format!("from its first {} record{}", l.records, plural(l.records)),
     };
     if let Some(f) = &s.forked_from {
         match by_place {
@@ -209,7 +209,7 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
         }
         // Formats that name entries: where it leaves, and what started it.
         if fk.kind.is_branch() {
-            if let Some(after) = &l.after {
+            if let Some(after) = fk.after.as_ref().and_then(|p| p.entry.as_ref()) {
                 let _ = write!(row, " after {}", sanitize_line(after, 40));
             }
             if let Some(msg) = &fk.message {
@@ -218,8 +218,8 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
         }
     }
     for m in a.compactions.iter().filter(|m| m.world_line == i) {
-        let _ = write!(row, "  ⊜ compacted at line {}", m.line);
-        if let Some(e) = &m.entry {
+        let _ = write!(row, "  ⊜ compacted at line {}", m.at.line.unwrap_or(0));
+        if let Some(e) = &m.at.entry {
             let _ = write!(row, " (entry {})", sanitize_line(e, 40));
         }
     }
@@ -240,7 +240,7 @@ fn line_row(out: &mut String, a: &Agent, i: usize, prefix: &str, last: bool, roo
             row,
             "  ↶ folded undo of {} at line {}",
             m.count.unwrap_or(1),
-            m.line
+            m.at.line.unwrap_or(0)
         );
     }
     let _ = writeln!(out, "{row}");

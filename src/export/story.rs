@@ -5,7 +5,6 @@
 //! `Session`, never from files; dot, mermaid, SVG and HTML only choose a
 //! syntax for it.
 
-use crate::model::RecordMeta;
 use crate::worldline::names::{colour_slot, line_name};
 use crate::worldline::{Agent, Family, ForkKind, RecordRef, Session};
 
@@ -229,7 +228,7 @@ fn agent_story(s: &Session, index: usize, a: &Agent) -> AgentStory {
                 .compactions
                 .iter()
                 .filter(|m| m.world_line == i)
-                .map(|m| m.line)
+                .filter_map(|m| m.at.line)
                 .collect(),
             ..line_story(f, i)
         })
@@ -271,7 +270,7 @@ pub fn place(f: &Family, r: RecordRef) -> Place {
     let checkpoint = f
         .files
         .get(r.line)
-        .map(|file| last_checkpoint(&file.records[..(r.record + 1).min(file.records.len())]))
+        .map(|file| last_checkpoint(file.records.range(..=r.record)))
         .unwrap_or(None);
     Place {
         line: r.line,
@@ -280,8 +279,8 @@ pub fn place(f: &Family, r: RecordRef) -> Place {
     }
 }
 
-fn last_checkpoint(records: &[RecordMeta]) -> Option<i64> {
-    records.iter().rev().find_map(|r| r.checkpoint())
+fn last_checkpoint(records: crate::read::RecordIter<'_>) -> Option<i64> {
+    records.rev().find_map(|r| r.checkpoint())
 }
 
 fn line_story(f: &Family, i: usize) -> LineStory {
@@ -290,7 +289,7 @@ fn line_story(f: &Family, i: usize) -> LineStory {
     let ids = file.records.iter().filter_map(|r| r.checkpoint());
     let checkpoints = ids.clone().min().zip(ids.max());
     let shared_to = (l.shared > 0)
-        .then(|| last_checkpoint(&file.records[..l.shared]))
+        .then(|| last_checkpoint(file.records.range(..l.shared)))
         .flatten();
     let times: Vec<f64> = (l.shared..f.line_len(i))
         .filter_map(|r| l.times.at(r))

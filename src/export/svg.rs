@@ -390,6 +390,23 @@ fn section(
         );
     }
 
+    // Names users gave entries (Pi's labels): `[name]` under the line.
+    for lb in &map.labels {
+        let (x, y) = (l.cx(lb.x), l.ty(lb.line));
+        let colour = line_colour(lb.line);
+        let _ = writeln!(
+            body,
+            "<g><title>label: {}</title><rect x=\"{}\" y=\"{}\" width=\"5\" height=\"5\" fill=\"{colour}\"/>\
+             <text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\" fill=\"{colour}\">[{}]</text></g>",
+            esc_line(&lb.text),
+            fmt(x - 2.5),
+            fmt(y - 2.5),
+            fmt(x),
+            fmt(y + 16.0),
+            esc_line(&lb.text),
+        );
+    }
+
     let mut y = l.top + map.tracks.len() as f64 * ROW;
     for sub in &map.subagents {
         let agent = story.agents.get(sub.agent);

@@ -17,7 +17,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 pub use hash::canonical_hash;
-pub use records::Records;
+pub use records::{Iter as RecordIter, Records};
 pub use tail::{FileId, Follow, Sink, Tail, TailChange};
 
 use crate::error::{Error, Result};
@@ -371,7 +371,7 @@ fn reuse_prefix(
     let theirs = guard::open_regular(&parent.path).ok()?;
     let (end, lines) = identical_lines(file, &theirs.file, len.min(parent.bytes).min(theirs.len))?;
     let keep = parent.records.partition_point(|r| r.offset() < end);
-    let last = parent.records[..keep].last()?;
+    let last = parent.records.range(..keep).last()?;
     // The parent's file may have changed since it was indexed: its last
     // taken record must still be the line it was.
     let line = load_line(&parent.path, last).ok()?;
@@ -387,7 +387,7 @@ fn reuse_prefix(
         .reserve_exact(keep + rest / per + rest / per / 16);
     ix.index
         .records
-        .extend(parent.records[..keep].iter().cloned());
+        .extend(parent.records.range(..keep).cloned());
     for w in parent.warnings.iter().filter(|w| w.line <= lines) {
         ix.index.add_warning(Warning {
             file: name.to_string(),

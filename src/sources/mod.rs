@@ -23,6 +23,7 @@ pub mod pi;
 mod source;
 #[cfg(test)]
 pub(crate) mod test_util;
+pub mod times;
 mod wire_log;
 
 pub use follow::{Follower, Refresh};
@@ -113,6 +114,12 @@ pub enum Tool {
 }
 
 impl Tool {
+    /// What this agent's marked positions are called ("checkpoint",
+    /// "turn"); see [`Source::checkpoint_word`].
+    pub fn checkpoint_word(self) -> &'static str {
+        source_of(self).checkpoint_word()
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Tool::KimiCli => "kimi-cli",
@@ -157,7 +164,6 @@ pub struct AgentParts {
     /// How world line `i` leaves its parent; a missing entry means
     /// [`LineFork::Root`].
     pub forks: Vec<LineFork>,
-    pub wire: Option<WireLog>,
     /// `None` for the main agent.
     pub meta: Option<SubagentMeta>,
     /// How a subagent finds the parent's call that ran it.
@@ -178,9 +184,10 @@ pub struct AgentParts {
     pub folded_undos: Vec<LineMark>,
     /// The line of the parent's call in the parent's wire (Kimi Code).
     pub parent_line: Option<u32>,
-    /// Per world line, per record: its time in Unix seconds where the
-    /// source reads one with the record (Kimi Code lines carry `time`).
-    pub times: Vec<Vec<Option<f64>>>,
+    /// Per world line: when its own records (those past its fork) were
+    /// written, in Unix seconds, where the source knows (Kimi Code lines
+    /// carry `time`; kimi-cli's come from its wire).
+    pub times: Vec<Times>,
     /// Names users gave entries (Pi's labels).
     pub labels: Vec<EntryLabel>,
 }
@@ -197,8 +204,6 @@ pub struct LineInfo {
     /// Tree-shaped formats name their entries: the id of this world line's
     /// last entry (JSON `leaf`; a child's `parent` is its parent's leaf).
     pub leaf: Option<String>,
-    /// The id of the last entry shared with the parent (JSON `fork.after`).
-    pub after: Option<String>,
     /// What started this world line in the user's words (the first prompt
     /// of a rewound branch, a summary): shown as its reason.
     pub prompt: Option<String>,
@@ -276,15 +281,53 @@ impl ForkKind {
     }
 }
 
-/// A fork a source states (Kimi Code's `agent.switched`, or an undo inferred
-/// the way Kimi Code ≤ 0.42 did).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// A place in a session's file, one type for every format: the line
+/// records carry (`RecordMeta::line`; Kimi Code's wire line), and the
+/// entry's id where the format names its entries (Claude Code's `uuid`,
+/// Pi's ids, Codex ordinals) — JSON and pictures say "after entry 3a3d37e2".
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Pos {
+    /// `None`: in another file than the one read (a Codex fork's source).
+    pub line: Option<u32>,
+    pub entry: Option<String>,
+}
+
+impl Pos {
+    /// A line of a format whose entries have no names of their own.
+    pub fn line(line: u32) -> Pos {
+        Pos {
+            line: Some(line),
+            entry: None,
+        }
+    }
+
+    /// An entry named `id`, written at `line`.
+    pub fn entry(line: u32, id: impl Into<String>) -> Pos {
+        Pos {
+            line: Some(line),
+            entry: Some(id.into()),
+        }
+    }
+
+    /// An entry named `id` in a file not read here.
+    pub fn named(id: impl Into<String>) -> Pos {
+        Pos {
+            line: None,
+            entry: Some(id.into()),
+        }
+    }
+}
+
+/// A fork a source states (Kimi Code's `agent.switched`, a rewind, a
+/// `/tree` move, a Codex fork or rollback), or an undo inferred the way
+/// Kimi Code ≤ 0.42 did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StatedFork {
     /// Why it forks (`Unknown`: a branch for a reason worldline doesn't
     /// know).
     pub kind: ForkKind,
-    /// The last wire line shared with the parent.
-    pub line: Option<u32>,
+    /// The last place shared with the parent (JSON `fork.after`).
+    pub after: Option<Pos>,
     pub turns: Option<u32>,
     pub inferred: bool,
     /// The world line that wrote the fork line.
@@ -296,11 +339,9 @@ pub struct StatedFork {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LineMark {
     pub world_line: usize,
-    pub line: u32,
+    /// The entry that marks it (a compact boundary, an undo line).
+    pub at: Pos,
     pub count: Option<u32>,
-    /// Tree-shaped formats: the id of the entry that marks it (a compact
-    /// boundary's uuid).
-    pub entry: Option<String>,
     /// A compaction that names the first entry it kept whole (Pi's
     /// `firstKeptEntryId`).
     pub first_kept: Option<String>,
@@ -331,6 +372,22 @@ pub enum LineFork {
     /// A new tree: nothing shared, no parent.
     #[default]
     Root,
+}
+
+impl LineFork {
+    /// World line `i`'s parent and the records it shares with it, as
+    /// `forks` state and `files` hold them: a parent must come first, and
+    /// the shared part exist in both (a source's word is checked against
+    /// what it hands over).
+    pub fn checked(forks: &[LineFork], files: &[FileIndex], i: usize) -> (Option<usize>, usize) {
+        match forks.get(i).copied().unwrap_or_default() {
+            LineFork::Explicit { parent, shared } if parent < i && i < files.len() => {
+                let most = files[parent].records.len().min(files[i].records.len());
+                (Some(parent), shared.min(most))
+            }
+            LineFork::Explicit { .. } | LineFork::Root => (None, 0),
+        }
+    }
 }
 
 /// How a subagent is matched to the main agent's call that started it.
@@ -381,10 +438,9 @@ pub struct SessionLink {
     /// That world line's name (`context.jsonl`, or `context_1.jsonl` once
     /// the source rotated after the fork).
     pub source_file: String,
-    /// The last source wire line a Kimi Code `/fork` copied.
-    pub line: Option<u32>,
-    /// Tree-shaped formats: the id of the last entry both sessions share.
-    pub after: Option<String>,
+    /// The last place of the source both sessions share (the last wire
+    /// line a Kimi Code `/fork` copied, the last shared entry).
+    pub after: Option<Pos>,
 }
 
 /// A session's place among the sessions it came from and led to.
@@ -395,6 +451,7 @@ pub struct Lineage {
 }
 
 pub use kimi_cli::share::SessionSummary;
+pub use times::Times;
 pub use wire_log::WireLog;
 
 /// A subagent's meta (kimi-cli: `subagents/<agent_id>/meta.json`; older

@@ -95,6 +95,13 @@ pub trait Source: Sync {
     /// Where this agent's sessions are looked for, for messages.
     fn home_hint(&self) -> String;
 
+    /// What the marked positions of a world line (records of
+    /// `Role::Checkpoint`, the map's `⚑N` ticks) are called: kimi's
+    /// checkpoints, which a D-Mail goes back to; Codex's turns.
+    fn checkpoint_word(&self) -> &'static str {
+        "checkpoint"
+    }
+
     /// What D-Mail the session at `path` can take: the compose box, `d`,
     /// the footer and `send` ask this.
     fn dmail_route(&self, _path: &Path) -> DMailRoute {

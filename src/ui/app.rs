@@ -392,8 +392,9 @@ impl App {
         let f = self.family()?;
         let file = f.files.get(r.line)?;
         let upto = r.record.min(file.records.len().checked_sub(1)?);
-        let k = file.records[..=upto]
-            .iter()
+        let k = file
+            .records
+            .range(..=upto)
             .rposition(|m| *m.role() == crate::model::Role::Checkpoint)?;
         f.owner(r.line, k)
     }

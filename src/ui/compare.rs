@@ -583,8 +583,15 @@ fn head_lines<'a>(l: &LineSummary, t: &Theme, cols: usize) -> Vec<Line<'a>> {
         Some(b) => format!("branch {}", sanitize_line(b, 30)),
         None => sanitize_line(&l.label, 40),
     };
+    // Bodies past the read limit, or that could not be read, are not in
+    // the counts or the files: say so rather than show less as all.
+    let unread = match l.unread {
+        0 => String::new(),
+        1 => " · 1 record not read".to_string(),
+        n => format!(" · {n} records not read"),
+    };
     let stats = format!(
-        "{} step{} · calls {} · {} · {}",
+        "{} step{} · calls {} · {} · {}{unread}",
         l.steps.len(),
         if l.steps.len() == 1 { "" } else { "s" },
         calls_words(l),

@@ -35,7 +35,11 @@ pub fn lines(
         .unwrap_or_default();
     out.push(Line::from(vec![
         Span::styled(
-            role_name(meta.role()).to_string(),
+            match meta.role() {
+                Role::Checkpoint => s.tool.checkpoint_word(),
+                role => role_name(role),
+            }
+            .to_string(),
             t.role(meta.role()).patch(t.bold()),
         ),
         Span::styled(
@@ -107,10 +111,12 @@ pub fn lines(
 
     match meta.role() {
         Role::Checkpoint => {
-            out.push(Line::from(format!(
-                "checkpoint {} — a D-Mail can send the agent back here",
-                meta.checkpoint().unwrap_or(-1)
-            )));
+            let n = meta.checkpoint().unwrap_or(-1);
+            // Only an agent that takes D-Mails at checkpoints can go back.
+            out.push(Line::from(match s.tool.checkpoint_word() {
+                "checkpoint" => format!("checkpoint {n} — a D-Mail can send the agent back here"),
+                word => format!("{word} {n} begins"),
+            }));
             return out;
         }
         Role::Usage => {
@@ -203,7 +209,7 @@ pub fn lines(
 fn calling_tool(f: &Family, r: RecordRef) -> Option<&str> {
     let records = &f.files.get(r.line)?.records;
     let key = records.get(r.record)?.tool_call_key()?;
-    records[..r.record].iter().rev().take(4096).find_map(|m| {
+    records.range(..r.record).rev().take(4096).find_map(|m| {
         m.tool_calls()
             .iter()
             .find(|c| c.key() == key)

@@ -34,6 +34,8 @@ pub enum Ink {
     Subagent,
     /// Where a `/fork` or `/undo` session leaves.
     Fork,
+    /// A user's name for an entry.
+    Label,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +118,22 @@ fn layout_ticks(map: &Map, t: &Track, cols: usize, every_tick: bool) -> Vec<Cell
             _ => ('✉', Ink::DMail),
         };
         set(&mut out, c(a.from_x), glyph, ink);
+    }
+    // A user's name for an entry, `[name]`, over bare rail (else a `▪`
+    // where the entry is, if that is rail): before the ticks, which it
+    // outranks, after the marks, which it must not hide.
+    for lb in map.labels.iter().filter(|l| l.line == t.line) {
+        let at = c(lb.x);
+        let text: Vec<char> = format!("[{}]", lb.text).chars().collect();
+        let fits = at + text.len() <= ec + 1
+            && (at..at + text.len()).all(|i| out.get(i).is_some_and(|c| c.ink == Ink::Rail));
+        if fits {
+            for (j, ch) in text.iter().enumerate() {
+                set(&mut out, at + j, *ch, Ink::Label);
+            }
+        } else if out.get(at).is_some_and(|cell| cell.ink == Ink::Rail) {
+            set(&mut out, at, '▪', Ink::Label);
+        }
     }
     // Ticks after the marks: a `⚑N` label only over bare rail, so it
     // never hides a send or a subagent. Only the first tick of a column can
@@ -278,6 +296,7 @@ fn ink_style(t: &Theme, line: usize, ink: Ink) -> Style {
         Ink::Mark => t.accent(),
         Ink::Subagent => t.accent(),
         Ink::Fork => t.accent().patch(t.bold()),
+        Ink::Label => t.accent(),
     }
 }
 
@@ -523,6 +542,7 @@ mod tests {
                 message: "m".into(),
             }],
             marks: Vec::new(),
+            labels: Vec::new(),
             subagents: Vec::new(),
             forks: Vec::new(),
             came_from: None,

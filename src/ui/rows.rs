@@ -229,7 +229,7 @@ impl RowModel {
         }
         if let Some(tools) = self.tools.get_mut() {
             if let Some(file) = family.files.get(grown.line) {
-                count_tools(tools, &file.records[new.clone()]);
+                count_tools(tools, file.records.range(new.clone()));
             }
         }
         let added = self.new_marks(family, grown, old_total);
@@ -312,7 +312,7 @@ impl RowModel {
             let mut tools: Vec<(String, usize)> = Vec::new();
             for (li, file) in family.files.iter().enumerate() {
                 let skip = family.lines.get(li).map_or(0, |l| l.shared);
-                count_tools(&mut tools, file.records.get(skip..).unwrap_or(&[]));
+                count_tools(&mut tools, file.records.range(skip..));
             }
             tools
         })
@@ -523,7 +523,7 @@ impl RowModel {
 }
 
 /// Counts the tool calls of `records` into `tools` (first-use order).
-fn count_tools(tools: &mut Vec<(String, usize)>, records: &[RecordMeta]) {
+fn count_tools(tools: &mut Vec<(String, usize)>, records: crate::read::RecordIter<'_>) {
     for rec in records {
         for c in &rec.tool_calls() {
             match tools.iter_mut().find(|(n, _)| n == c.name()) {
@@ -559,8 +559,8 @@ pub fn matches(meta: &RecordMeta, family: &Family, r: RecordRef, filter: &Filter
 /// Does the call with `id` before `r` in its file have this tool name?
 fn answers(family: &Family, r: RecordRef, id: CallKey, name: &str) -> bool {
     family.files.get(r.line).is_some_and(|f| {
-        f.records[..r.record.min(f.records.len())]
-            .iter()
+        f.records
+            .range(..r.record.min(f.records.len()))
             .rev()
             // Results follow their call closely; a bound keeps filtering linear.
             .take(256)

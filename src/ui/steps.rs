@@ -139,8 +139,8 @@ pub fn summarise(s: &Session, fam: &Family, rows: &RowModel, head: usize, cache:
     };
     // The checkpoint at or before the step's first record on its line.
     step.checkpoint = fam.files.get(first.line).and_then(|f| {
-        f.records[..=first.record.min(f.records.len().saturating_sub(1))]
-            .iter()
+        f.records
+            .range(..=first.record.min(f.records.len().saturating_sub(1)))
             .rev()
             .find_map(|r| r.checkpoint())
     });

@@ -490,7 +490,13 @@ fn describe(
         (Role::Checkpoint, _) => (
             format!("⚑ {}", meta.checkpoint().unwrap_or(-1)),
             t.role(&Role::Checkpoint),
-            format!("checkpoint {}", meta.checkpoint().unwrap_or(-1)),
+            format!(
+                "{} {}",
+                app.session
+                    .as_ref()
+                    .map_or("checkpoint", |s| s.tool.checkpoint_word()),
+                meta.checkpoint().unwrap_or(-1)
+            ),
             with_time(String::new()),
         ),
         (Role::Usage, _) => (

@@ -365,11 +365,12 @@ fn fork_point(
     mark: StepMark,
 ) -> ForkPoint {
     let at = shared.checked_sub(1).and_then(|r| fam.owner(a, r));
-    let prefix = fam
-        .files
-        .get(a)
-        .map(|f| &f.records[..shared.min(f.records.len())]);
-    let prefix: &[RecordMeta] = prefix.unwrap_or(&[]);
+    let prefix = || {
+        fam.files
+            .get(a)
+            .into_iter()
+            .flat_map(|f| f.records.range(..shared))
+    };
     // The line whose own fork this is (on one side's ancestry, leaving a
     // line of the other's) says where it is in its words: its wire line,
     // its entry id.
@@ -393,12 +394,12 @@ fn fork_point(
     ForkPoint {
         shared,
         at,
-        checkpoint: prefix.iter().rev().find_map(|r| r.checkpoint()),
-        steps: prefix.iter().filter(|r| mark.opens(r)).count(),
+        checkpoint: prefix().rev().find_map(|r| r.checkpoint()),
+        steps: prefix().filter(|r| mark.opens(r)).count(),
         file_line: leaving
-            .and_then(|l| l.fork.as_ref()?.line)
+            .and_then(|l| l.fork.as_ref()?.after.as_ref()?.line)
             .or_else(|| at.and_then(|r| fam.record(r)).map(|m| m.line())),
-        entry: leaving.and_then(|l| l.after.clone()),
+        entry: leaving.and_then(|l| l.fork.as_ref()?.after.as_ref()?.entry.clone()),
         time: at.and_then(|r| s.time(r)),
     }
 }
@@ -496,8 +497,9 @@ fn summarise(
         .clone()
         .filter_map(|p| Some((p, fam.owner(line, p)?)))
         .collect();
-    let mut checkpoint = fam.files[line].records[..out.own.start]
-        .iter()
+    let mut checkpoint = fam.files[line]
+        .records
+        .range(..out.own.start)
         .rev()
         .find_map(|r| r.checkpoint());
     for (k, &(pos, r)) in refs.iter().enumerate() {

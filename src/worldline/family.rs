@@ -9,10 +9,9 @@
 use petgraph::graph::NodeIndex;
 
 use super::graph::RecordRef;
-use super::wire::{Times, Timing};
 use crate::model::{CallKey, Marker, RecordMeta};
 use crate::read::FileIndex;
-use crate::sources::{LineFork, LineInfo};
+use crate::sources::{LineFork, LineInfo, Pos, Times};
 
 pub use crate::sources::ForkKind;
 
@@ -32,8 +31,9 @@ pub struct Fork {
     pub sender: Option<Sender>,
     /// For an undo: the turns undone, when the wire says.
     pub turns: Option<u32>,
-    /// For a branch inside a wire: the last wire line shared with the parent.
-    pub line: Option<u32>,
+    /// Where it leaves the parent, where the source says: the last wire
+    /// line or entry shared with it.
+    pub after: Option<Pos>,
     /// The fork point was inferred (Kimi Code ≤ 0.42 wires), not recorded.
     pub inferred: bool,
 }
@@ -47,7 +47,9 @@ impl Fork {
             None => String::new(),
         };
         let at = self
-            .line
+            .after
+            .as_ref()
+            .and_then(|p| p.line)
             .map(|n| format!(" after line {n}"))
             .unwrap_or_default();
         let how = if self.inferred { " (inferred)" } else { "" };
@@ -102,8 +104,6 @@ pub struct WorldLine {
     /// Tree-shaped formats: the id of its last entry (Claude Code's uuid,
     /// Pi's 8-hex id, a Codex ordinal), as the source names it.
     pub leaf: Option<String>,
-    /// Tree-shaped formats: the id of the last entry shared with the parent.
-    pub after: Option<String>,
 }
 
 /// A SendDMail call and what DenwaRenji said to it.
@@ -137,8 +137,6 @@ pub struct Family {
     pub attempts: Vec<DMailAttempt>,
     /// Per world line, its own Agent/Task calls: (record, tool call id).
     pub agent_calls: Vec<Vec<(usize, String)>>,
-    /// The time join's state, for the next snapshot.
-    pub timing: Timing,
 }
 
 impl Family {
@@ -232,22 +230,14 @@ pub fn build_family(
         .collect();
     let mut lines: Vec<WorldLine> = Vec::with_capacity(files.len());
     for (i, file) in files.iter().enumerate() {
-        let (parent, shared) = match forks.get(i).copied().unwrap_or_default() {
-            // A source's word is checked against what it hands over: a
-            // parent must come first, and the shared part exist in both.
-            LineFork::Explicit { parent, shared } if parent < i => {
-                let most = files[parent].records.len().min(file.records.len());
-                (Some(parent), shared.min(most))
-            }
-            LineFork::Explicit { .. } | LineFork::Root => (None, 0),
-        };
+        let (parent, shared) = LineFork::checked(forks, &files, i);
         let origin = match (parent, shared.checked_sub(1)) {
             (Some(p), Some(last)) => owner_line(&lines, p, last),
             _ => None,
         };
         let fork = parent.map(|_| {
             let info = stated.get(i);
-            let sf = info.and_then(|l| l.fork).unwrap_or_default();
+            let sf = info.and_then(|l| l.fork.clone()).unwrap_or_default();
             // A D-Mail goes back to the last checkpoint both hold: the same
             // while its shared records are (they only grew past them).
             let checkpoint = (sf.kind == ForkKind::Dmail)
@@ -259,8 +249,9 @@ pub fn build_family(
                         .filter(|f| f.kind == ForkKind::Dmail);
                     match kept {
                         Some(f) => f.checkpoint,
-                        None => file.records[..shared]
-                            .iter()
+                        None => file
+                            .records
+                            .range(..shared)
                             .rev()
                             .find_map(|r| r.checkpoint()),
                     }
@@ -273,7 +264,7 @@ pub fn build_family(
                 origin: sf.origin.or(origin),
                 sender: None,
                 turns: sf.turns,
-                line: sf.line,
+                after: sf.after.clone(),
                 inferred: sf.inferred,
             }
         });
@@ -288,7 +279,6 @@ pub fn build_family(
             times: Times::default(),
             current: i + 1 == files.len(),
             leaf: None,
-            after: None,
         });
     }
     let mut family = Family {
@@ -297,7 +287,6 @@ pub fn build_family(
         lines,
         attempts: Vec::new(),
         agent_calls: Vec::new(),
-        timing: Timing::default(),
     };
     apply_stated(&mut family, stated, current);
     // Per world line: its length in `prev` when its own part only grew.
@@ -320,7 +309,6 @@ fn apply_stated(family: &mut Family, stated: &[LineInfo], current: Option<usize>
         l.file = info.label.clone();
         l.branch = info.branch.clone();
         l.leaf = info.leaf.clone();
-        l.after = info.after.clone();
     }
     if let Some(c) = current.filter(|&c| c < family.lines.len()) {
         for (i, l) in family.lines.iter_mut().enumerate() {
@@ -383,7 +371,7 @@ fn link_senders(family: &mut Family, prev: Option<&Family>, grown: &[Option<usiz
 
 /// The SendDMail result for `call_id`, searched after the call in its file.
 fn result_of(file: &FileIndex, from: usize, call_id: CallKey) -> Option<Result<(), String>> {
-    file.records[from..].iter().find_map(|rec| {
+    file.records.range(from..).find_map(|rec| {
         if !rec.answers(call_id) {
             return None;
         }

@@ -50,12 +50,7 @@ impl StepMark {
     pub fn after(self, new: &Family, grown: Appended) -> StepMark {
         match self {
             StepMark::Checkpoint => StepMark::Checkpoint,
-            StepMark::Prompt
-                if grown
-                    .records(new)
-                    .iter()
-                    .any(|r| *r.role() == Role::Checkpoint) =>
-            {
+            StepMark::Prompt if grown.records(new).any(|r| *r.role() == Role::Checkpoint) => {
                 StepMark::Checkpoint
             }
             StepMark::Prompt => StepMark::Prompt,
@@ -157,11 +152,11 @@ impl Appended {
     }
 
     /// The appended records, as `new` holds them.
-    pub fn records(self, new: &Family) -> &[RecordMeta] {
+    pub fn records(self, new: &Family) -> impl DoubleEndedIterator<Item = &RecordMeta> + Clone {
         new.files
             .get(self.line)
-            .and_then(|f| f.records.get(self.from..))
-            .unwrap_or(&[])
+            .into_iter()
+            .flat_map(move |f| f.records.range(self.from..))
     }
 
     /// Record positions (in the grown file) that are new and the line's
@@ -395,11 +390,23 @@ pub fn shared_words(checkpoint: Option<i64>, records: usize) -> String {
     )
 }
 
+/// A name a user gave an entry (Pi's label), where it sits on the map.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapLabel {
+    /// The world line that holds the entry as its own.
+    pub line: usize,
+    pub x: usize,
+    /// Sanitised, short.
+    pub text: String,
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Map {
     pub tracks: Vec<Track>,
     pub arcs: Vec<DMailArc>,
     pub marks: Vec<Mark>,
+    /// Names on entries, drawn as `[name]` on their line (main agent only).
+    pub labels: Vec<MapLabel>,
     pub subagents: Vec<SubTrack>,
     /// Sessions made from this one (main agent's map only).
     pub forks: Vec<ForkTrack>,
@@ -476,6 +483,20 @@ impl Map {
             })
             .collect();
         self.came_from = came_from(s);
+        // Few, and labels can move: found again each time.
+        self.labels = main
+            .labels
+            .iter()
+            .filter_map(|lb| {
+                let (line, record) = lb.at?;
+                let own = main.family.owner(line, record)?;
+                Some(MapLabel {
+                    line: own.line,
+                    x: order.x_of(own.line, own.record)?,
+                    text: sanitize_line(&lb.label, 24),
+                })
+            })
+            .collect();
         if let (Some(from), Some(first)) = (&self.came_from, self.tracks.first_mut()) {
             first.reason = format!("⑂ {from}");
         }
@@ -512,6 +533,7 @@ impl Map {
             tracks,
             arcs,
             marks,
+            labels: Vec::new(),
             subagents: Vec::new(),
             forks: Vec::new(),
             came_from: None,
@@ -556,8 +578,8 @@ impl Map {
         let grew = self.tracks.get_mut(grown.line).filter(|_| !grown.added);
         if let (Some(t), Some(file)) = (grew, nf.files.get(grown.line)) {
             push_ticks(&mut t.ticks, nf, &order, grown.line, grown.own_range(nf));
-            t.steps += added.iter().filter(|r| mark.opens(r)).count();
-            t.tokens = added.iter().rev().find_map(|r| r.tokens()).or(t.tokens);
+            t.steps += added.clone().filter(|r| mark.opens(r)).count();
+            t.tokens = added.rev().find_map(|r| r.tokens()).or(t.tokens);
             t.new_permille = permille(t.own.len(), file.records.len());
         }
         // An unchanged D-Mail keeps its arc: its call and target are
@@ -830,8 +852,7 @@ fn fork_track(
 fn checkpoint_at(family: &Family, r: RecordRef) -> Option<i64> {
     let file = family.files.get(r.line)?;
     file.records
-        .get(..=r.record.min(file.records.len().saturating_sub(1)))?
-        .iter()
+        .range(..=r.record)
         .rev()
         .find_map(|x| x.checkpoint())
 }
@@ -876,11 +897,10 @@ fn arc_of(family: &Family, order: &Order, a: &super::DMailAttempt) -> Option<DMa
     let RecordRef { line, record, .. } = a.call;
     let from_x = order.x_of(line, record)?;
     let file = family.files.get(line)?;
-    let before = &file.records[..record.min(file.records.len())];
-    let from_checkpoint = before.iter().rev().find_map(|r| r.checkpoint());
+    let mut before = file.records.range(..record);
+    let from_checkpoint = before.clone().rev().find_map(|r| r.checkpoint());
     // The target on the sender's own path: its last checkpoint with that id.
     let to_x = before
-        .iter()
         .rposition(|r| *r.role() == Role::Checkpoint && r.checkpoint() == Some(a.checkpoint_id))
         .and_then(|r| owner_of(family, order, line, r));
     let outcome = match (a.caused, a.accepted) {

@@ -11,17 +11,15 @@ pub mod map;
 pub mod names;
 pub mod revert;
 pub mod tools;
-pub mod wire;
 
 use std::path::{Path, PathBuf};
 
 pub use family::{DMailAttempt, Family, Fork, ForkKind, Sender, WorldLine};
 pub use graph::{Edge, Graph, RecordRef, Segment};
-pub use wire::{Times, Timing, WireLog};
 
 pub use crate::sources::{
-    AgentFiles, AgentParts, LineFork, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
-    SessionParts, SubagentMeta, Tool,
+    AgentFiles, AgentParts, LineFork, LineMark, Lineage, LinkKind, ParentLink, Pos, SessionLink,
+    SessionParts, SubagentMeta, Times, Tool,
 };
 
 use crate::error::{Error, Result};
@@ -141,7 +139,10 @@ impl Session {
                 .map(|a| &a.family);
             let mut family =
                 family::build_family(i, af.files, &af.forks, &af.lines, af.current, was);
-            wire::join_times(&mut family, af.wire.as_ref(), &af.times, was);
+            // Times come from the source, for each world line's own records.
+            for (l, t) in family.lines.iter_mut().zip(af.times) {
+                l.times = t;
+            }
             agents.push(Agent {
                 dir: af.dir,
                 family,
@@ -331,7 +332,7 @@ fn link_subagents(agents: &mut [Agent], prev: Option<&Session>) {
             let old = was.parent_call.zip(was.parent_tool_call_id.clone());
             let new_records = || {
                 new.iter()
-                    .flat_map(|&(i, from)| main.files[i].records[from..].iter())
+                    .flat_map(|&(i, from)| main.files[i].records.range(from..))
             };
             let named = match &sub.link {
                 ParentLink::AgentId(id) => new_records().any(|r| {

@@ -17,8 +17,8 @@ use super::{home, records};
 use crate::error::Result;
 use crate::model::Warning;
 use crate::sources::{
-    AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
-    SessionParts, StatedFork, SubagentMeta, Tool,
+    AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, Pos,
+    SessionLink, SessionParts, StatedFork, SubagentMeta, Tool,
 };
 use crate::text::sanitize_line;
 
@@ -184,10 +184,10 @@ pub fn session_parts(path: &Path) -> Result<SessionParts> {
     });
     agents.extend(subs.into_iter().map(|(_, a)| a));
     let link_to = |l: &Link| -> SessionLink {
-        let at = l
+        let entry = l
             .after
-            .and_then(|a| main.scan.entries.iter().position(|e| e.id == a))
-            .and_then(|i| main.record_of(i));
+            .and_then(|a| main.scan.entries.iter().position(|e| e.id == a));
+        let at = entry.and_then(|i| main.record_of(i));
         SessionLink {
             session: l.session.clone(),
             dir: l.path.clone(),
@@ -195,8 +195,10 @@ pub fn session_parts(path: &Path) -> Result<SessionParts> {
             kind: LinkKind::Fork,
             source_line: at.map_or(0, |(line, _)| line),
             source_file: name.clone(),
-            line: None,
-            after: l.after.map(|a| main.scan.id_text(a)),
+            after: l.after.map(|a| Pos {
+                line: entry.map(|i| main.scan.entries[i].line),
+                entry: Some(main.scan.id_text(a)),
+            }),
         }
     };
     Ok(SessionParts {
@@ -248,13 +250,14 @@ pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
             branch: None,
             fork: l.parent.map(|p| StatedFork {
                 kind,
-                line: l.after.map(|a| read.scan.entries[a].line),
+                after: l
+                    .after
+                    .map(|a| Pos::entry(read.scan.entries[a].line, read.id_text(a))),
                 turns: None,
                 inferred: false,
                 origin: Some(p),
             }),
             leaf: Some(leaf),
-            after: l.after.map(|a| read.id_text(a)),
             prompt,
         });
     }
@@ -268,7 +271,6 @@ pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
         dir: path.to_path_buf(),
         files,
         forks,
-        wire: None,
         meta: None,
         link: ParentLink::None,
         warnings,
@@ -279,15 +281,14 @@ pub fn agent_parts(read: &Read, path: &Path) -> AgentParts {
             .iter()
             .map(|&(world_line, i)| LineMark {
                 world_line,
-                line: read.scan.entries[i].line,
+                at: Pos::entry(read.scan.entries[i].line, read.id_text(i)),
                 count: None,
-                entry: Some(read.id_text(i)),
                 first_kept: None,
             })
             .collect(),
         folded_undos: Vec::new(),
         parent_line: None,
-        times,
+        times: times.into_iter().map(Into::into).collect(),
         labels: Vec::new(),
     }
 }

@@ -324,4 +324,9 @@ impl crate::sources::Source for Codex {
     fn home_hint(&self) -> String {
         Home::from_env().sessions_root().display().to_string()
     }
+
+    /// A marked position is where a turn began (`task_started`).
+    fn checkpoint_word(&self) -> &'static str {
+        "turn"
+    }
 }

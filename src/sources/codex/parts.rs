@@ -17,8 +17,8 @@ use crate::error::Result;
 use crate::model::Warning;
 use crate::read::FileIndex;
 use crate::sources::{
-    AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
-    SessionParts, StatedFork, SubagentMeta, Tool,
+    AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, Pos,
+    SessionLink, SessionParts, StatedFork, SubagentMeta, Times, Tool,
 };
 
 /// One thread read: its files and world lines.
@@ -198,7 +198,9 @@ fn agent_parts(
             .collect();
         let mut recs = crate::read::Records::new();
         recs.reserve_exact(path.len());
-        let mut when = Vec::with_capacity(path.len());
+        // Times of the line's own records only: the shared ones are its
+        // parent's (change points, so a run of equal times is one).
+        let mut when = Times::default();
         for a in &path {
             let Some(e) = t.thread.entry(&t.gens, *a) else {
                 continue;
@@ -209,7 +211,9 @@ fn agent_parts(
             } else {
                 records::elsewhere(&m, a.gen)
             });
-            when.push(e.time);
+            if recs.len() > line.shared {
+                when.set(recs.len() - 1, e.time);
+            }
         }
         let ord = |a: Option<&super::thread::At>| {
             a.and_then(|a| t.thread.entry(&t.gens, *a))
@@ -237,18 +241,16 @@ fn agent_parts(
             branch: None,
             fork: parent.map(|p| StatedFork {
                 kind: ForkKind::Rollback,
-                line: None,
+                after: parent
+                    .filter(|_| line.shared > 0)
+                    .and_then(|_| ord(path.get(line.shared - 1)))
+                    .map(Pos::named),
                 turns: line.turns,
                 inferred: false,
                 // The world line that first holds the last shared record.
                 origin: Some(owner(&t.thread, &index_of_line, p, line.shared)),
             }),
             leaf: ord(path.last()),
-            after: parent.and(if line.shared > 0 {
-                ord(path.get(line.shared - 1))
-            } else {
-                None
-            }),
             prompt: if parent.is_some() { prompt } else { None },
         };
         forks.push(match parent {
@@ -278,9 +280,8 @@ fn agent_parts(
             let e = t.thread.entry(&t.gens, at)?;
             Some(LineMark {
                 world_line: shown(l)?,
-                line: e.line,
+                at: Pos::entry(e.line, e.ordinal.to_string()),
                 count: None,
-                entry: Some(e.ordinal.to_string()),
                 first_kept: None,
             })
         })
@@ -289,7 +290,6 @@ fn agent_parts(
         dir: first.to_path_buf(),
         files,
         forks,
-        wire: None,
         meta,
         link,
         warnings,
@@ -396,8 +396,9 @@ fn lineage(first: &Path, main: &ThreadRead, warnings: &mut Vec<Warning>) -> Line
             kind: LinkKind::Fork,
             source_line: 0,
             source_file: String::new(),
-            line: None,
-            after: end.and_then(|n| n.checked_sub(1)).map(|n| n.to_string()),
+            after: end
+                .and_then(|n| n.checked_sub(1))
+                .map(|n| Pos::named(n.to_string())),
         }
     });
     let forks = forks_of(first, &main.id)
@@ -409,8 +410,9 @@ fn lineage(first: &Path, main: &ThreadRead, warnings: &mut Vec<Warning>) -> Line
             kind: LinkKind::Fork,
             source_line: 0,
             source_file: String::new(),
-            line: None,
-            after: end.and_then(|n| n.checked_sub(1)).map(|n| n.to_string()),
+            after: end
+                .and_then(|n| n.checked_sub(1))
+                .map(|n| Pos::named(n.to_string())),
         })
         .collect();
     Lineage { forked_from, forks }

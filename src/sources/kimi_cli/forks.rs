@@ -107,7 +107,7 @@ impl Forks {
 /// once rewritten).
 fn shared_prefix_from(old: &FileIndex, new: &FileIndex, mut n: usize) -> usize {
     loop {
-        n += shared_prefix(&old.records[n..], &new.records[n..]);
+        n += shared_prefix(old.records.range(n..), new.records.range(n..));
         if n < old.records.len()
             && n < new.records.len()
             && crate::read::same_record_on_disk(old, n, new, n)
@@ -121,7 +121,7 @@ fn shared_prefix_from(old: &FileIndex, new: &FileIndex, mut n: usize) -> usize {
 
 /// Why `file` left `parent` after `shared` records, and a D-Mail's body.
 fn classify(parent: &FileIndex, file: &FileIndex, shared: usize) -> (ForkKind, Option<String>) {
-    let prefix = &file.records[..shared];
+    let prefix = file.records.range(..shared);
     let first = file.records.get(shared);
     match first.and_then(|r| r.marker()).as_deref() {
         Some(Marker::DMailInjection(message)) => (ForkKind::Dmail, Some(message.clone())),
@@ -133,9 +133,13 @@ fn classify(parent: &FileIndex, file: &FileIndex, shared: usize) -> (ForkKind, O
 
 /// After `/clear` a file starts empty and the next turn writes the system
 /// prompt and checkpoint 0 again: at most those are shared by text.
-fn looks_cleared(prefix: &[RecordMeta], first: Option<&RecordMeta>, parent: &FileIndex) -> bool {
+fn looks_cleared(
+    prefix: crate::read::RecordIter<'_>,
+    first: Option<&RecordMeta>,
+    parent: &FileIndex,
+) -> bool {
     let only_preamble = prefix
-        .iter()
+        .clone()
         .all(|r| match (r.role(), r.marker().as_deref()) {
             (Role::SystemPrompt, _) => true,
             (Role::Checkpoint, _) => r.checkpoint() == Some(0),
@@ -192,7 +196,7 @@ mod tests {
             ]
         );
         assert_eq!(infos[0].label, "context_1.jsonl");
-        assert_eq!(infos[1].fork.map(|f| f.kind), Some(ForkKind::Dmail));
+        assert_eq!(infos[1].fork.clone().map(|f| f.kind), Some(ForkKind::Dmail));
         assert_eq!(infos[1].prompt.as_deref(), Some("try again"));
         // Appended to: the follower's answer is the one from scratch.
         dmail.push(user("c"));
@@ -208,6 +212,6 @@ mod tests {
                 shared: 2
             }
         );
-        assert_eq!(infos[1].fork.map(|f| f.kind), Some(ForkKind::Clear));
+        assert_eq!(infos[1].fork.clone().map(|f| f.kind), Some(ForkKind::Clear));
     }
 }

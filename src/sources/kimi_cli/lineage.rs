@@ -123,7 +123,6 @@ fn pick(
             kind,
             source_line: line,
             source_file: file,
-            line: None,
             after: None,
         })
 }
@@ -225,7 +224,6 @@ pub fn of(layout: &Layout, title: Option<&str>, files: &[FileIndex]) -> Lineage 
                 kind,
                 source_line: line,
                 source_file: files.get(line).map(|f| f.name.clone()).unwrap_or_default(),
-                line: None,
                 after: None,
             });
         }

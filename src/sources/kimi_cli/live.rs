@@ -108,6 +108,9 @@ struct AgentState {
     wire_reset: bool,
     /// Where its world lines fork, as last handed over.
     forks: Forks,
+    /// The wire's times joined to the records, continued from the last
+    /// snapshot (forgotten when the wire is read again).
+    times: super::times::WireJoin,
 }
 
 impl AgentState {
@@ -131,6 +134,7 @@ impl AgentState {
             current_missing: false,
             wire_reset: false,
             forks: Forks::default(),
+            times: Default::default(),
         }
     }
 
@@ -335,16 +339,19 @@ impl AgentState {
             .map(|i| self.files[i].tail.index().clone())
             .collect();
         let (forks, lines) = self.forks.infer(&files);
+        if self.wire_reset {
+            self.times.reset();
+        }
+        let times = match self.wire.as_ref().filter(|_| self.wire_exists) {
+            Some(w) => self.times.join(&files, &forks, &w.sink().log),
+            None => Vec::new(),
+        };
         AgentParts {
             dir: self.dir.clone(),
             files,
             forks,
             lines,
-            wire: self
-                .wire
-                .as_ref()
-                .filter(|_| self.wire_exists)
-                .map(|w| w.sink().log.clone()),
+            times,
             meta: self.meta.as_ref().map(|(_, m)| m.clone()),
             link: self.spec.link.clone(),
             // Live problems arrive as follower errors instead.

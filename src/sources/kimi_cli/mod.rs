@@ -11,6 +11,7 @@ pub mod listing;
 pub mod live;
 pub mod meta;
 pub mod share;
+pub mod times;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -208,12 +209,16 @@ pub fn read_agent(spec: &AgentSpec, reading: Reading) -> Result<AgentParts> {
         warnings.push(warning(format!("{}{}", spec.prefix, layout::META), why));
     }
     let (forks, lines) = forks::infer(&files);
+    let times = wire
+        .as_ref()
+        .map(|w| times::join(&files, &forks, w))
+        .unwrap_or_default();
     Ok(AgentParts {
         dir: spec.dir.clone(),
         files,
         forks,
         lines,
-        wire,
+        times,
         meta,
         link: spec.link.clone(),
         warnings,

@@ -102,7 +102,7 @@ fn the_fork_source_lists_its_fork() {
 }
 
 #[test]
-fn view_lengths_match_the_views_of_every_fixture() {
+fn branch_views_share_their_base_and_equal_whole_views_in_every_fixture() {
     for case in cases() {
         let sessions = case.join("home/sessions");
         for bucket in std::fs::read_dir(&sessions).unwrap().flatten() {
@@ -110,11 +110,13 @@ fn view_lengths_match_the_views_of_every_fixture() {
                 let Ok(s) = CodeSession::read(&dir.path()) else {
                     continue;
                 };
-                for a in &s.agents {
-                    let lens = super::records::view_lengths(&a.wire, &a.tree);
-                    for (b, n) in lens.iter().enumerate() {
-                        let (ix, _) = super::records::branch_index(&a.wire, &a.tree, b);
-                        assert_eq!(ix.records.len(), *n, "{:?} {} {b}", dir.path(), a.id);
+                let parts = crate::sources::source_of(crate::sources::Tool::KimiCode)
+                    .parts(&dir.path(), crate::sources::Reading::default())
+                    .unwrap();
+                for (a, ap) in s.agents.iter().zip(&parts.agents) {
+                    for (b, f) in ap.files.iter().enumerate() {
+                        let (whole, _) = super::records::branch_index(&a.wire, &a.tree, b);
+                        assert_eq!(f.records, whole.records, "{:?} {} {b}", dir.path(), a.id);
                     }
                 }
             }

@@ -7,8 +7,8 @@
 
 use super::{records, AgentWire, CodeSession, ForkLink, WireTree};
 use crate::sources::{
-    AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, SessionLink,
-    SessionParts, StatedFork, SubagentMeta, Tool,
+    AgentParts, ForkKind, LineFork, LineInfo, LineMark, Lineage, LinkKind, ParentLink, Pos,
+    SessionLink, SessionParts, StatedFork, SubagentMeta, Tool,
 };
 use crate::text::sanitize_line;
 
@@ -34,10 +34,9 @@ pub fn session_parts(cs: &CodeSession, forks: Vec<ForkLink>) -> SessionParts {
             records,
             session: f.session,
             kind: LinkKind::Fork,
-            line: f.line,
+            after: f.line.map(Pos::line),
             source_line,
             source_file: main.map(|m| m.wire.name.clone()).unwrap_or_default(),
-            after: None,
         }
     };
     SessionParts {
@@ -64,25 +63,19 @@ fn records_upto(a: &AgentWire, line: u32) -> (usize, usize) {
     )
 }
 
-/// Records all branch views of one agent may hold together. Each view is
-/// a contiguous list (the world-line builder indexes records by position),
-/// so a view repeats its base's records: 10 000 undo branches of a 10 000-
-/// prompt wire would be 10^8 records (GBs). Past this, the newest branches
-/// that fit are shown (always `main` and the current one) and a warning
-/// says how many were left out. 2 M records are ~110 MB with their times.
-/// Each branch also counts as [`BRANCH_WEIGHT`] records: a world line costs
-/// some KB beyond its records (index, graph node, row), so 100 000 tiny
-/// branches are bounded too.
-pub const MAX_VIEW_RECORDS: usize = 2_000_000;
-/// What one branch costs beside its records, in records (~8 KB).
-pub const BRANCH_WEIGHT: usize = 200;
+/// World lines one agent shows at most. A branch's view shares its
+/// base's records (`Records::prefix`), so records cost O(wire) however many
+/// branches there are; but each world line costs some KB beyond its records
+/// (its graph node, row, track and map lane), so 100 000 tiny branches are
+/// bounded here: past this, `main`, the current branch and the newest are
+/// shown, and a warning says how many were left out.
+pub const MAX_BRANCHES: usize = 10_000;
 
-/// Which branches to build: all when their views fit [`MAX_VIEW_RECORDS`],
-/// else `main`, the current branch, then the newest that still fit.
-fn branches_to_build(t: &WireTree, lens: &[usize], budget: usize) -> Vec<bool> {
+/// Which branches to build: all when there are at most `budget`, else
+/// `main`, the current branch, then the newest.
+fn branches_to_build(t: &WireTree, budget: usize) -> Vec<bool> {
     let n = t.branches.len();
-    let cost = |b: usize| lens[b].saturating_add(BRANCH_WEIGHT);
-    if (0..n).map(cost).fold(0usize, usize::saturating_add) <= budget {
+    if n <= budget {
         return vec![true; n];
     }
     let mut keep = vec![false; n];
@@ -90,13 +83,16 @@ fn branches_to_build(t: &WireTree, lens: &[usize], budget: usize) -> Vec<bool> {
     for b in [0, t.active] {
         if b < n && !keep[b] {
             keep[b] = true;
-            used += cost(b);
+            used += 1;
         }
     }
     for b in (0..n).rev() {
-        if !keep[b] && used.saturating_add(cost(b)) <= budget {
+        if used >= budget {
+            break;
+        }
+        if !keep[b] {
             keep[b] = true;
-            used += cost(b);
+            used += 1;
         }
     }
     keep
@@ -122,13 +118,12 @@ fn kept_base(t: &WireTree, keep: &[bool], b: usize) -> Option<(usize, u32)> {
 }
 
 fn agent_parts(cs: &CodeSession, ai: usize, a: &AgentWire) -> AgentParts {
-    agent_parts_within(cs, ai, a, MAX_VIEW_RECORDS)
+    agent_parts_within(cs, ai, a, MAX_BRANCHES)
 }
 
 fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize) -> AgentParts {
     let t = &a.tree;
-    let lens = records::view_lengths(&a.wire, t);
-    let keep = branches_to_build(t, &lens, budget);
+    let keep = branches_to_build(t, budget);
     // Old branch index → world line index.
     let mut index = vec![None; t.branches.len()];
     let mut kept = 0;
@@ -157,16 +152,18 @@ fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize)
         if !keep[bi] {
             continue;
         }
-        let (file, when) = records::branch_index(&a.wire, t, bi);
-        // The base's records up to the fork line: a prefix of both views.
-        let fork = match kept_base(t, &keep, bi) {
-            Some((p, fl)) => {
-                let p = index[p].unwrap_or(0);
-                let shared = files
-                    .get(p)
-                    .map_or(0, |pf| pf.records.partition_point(|r| r.line() <= fl));
-                LineFork::Explicit { parent: p, shared }
-            }
+        // The base's records up to the fork line: a prefix of both views,
+        // stored once (the view shares the base's).
+        let base = kept_base(t, &keep, bi)
+            .and_then(|(p, fl)| Some((index[p]?, fl)))
+            .filter(|&(p, _)| p < files.len());
+        let (file, when) =
+            records::branch_view(&a.wire, t, bi, base.map(|(p, fl)| (&files[p], fl)));
+        let fork = match base {
+            Some((p, fl)) => LineFork::Explicit {
+                parent: p,
+                shared: files[p].records.partition_point(|r| r.line() <= fl),
+            },
             None => LineFork::Root,
         };
         lines.push(LineInfo {
@@ -182,7 +179,7 @@ fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize)
                 } else {
                     ForkKind::Unknown
                 },
-                line: b.fork_line,
+                after: b.fork_line.map(Pos::line),
                 turns: b.turns,
                 inferred: b.inferred,
                 origin: b
@@ -203,11 +200,9 @@ fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize)
         file: a.wire.name.clone(),
         line: 0,
         message: format!(
-            "{left_out} of {} branches not shown: their views would hold {} records together \
-             (each view repeats its base's records), over the {budget} kept per agent \
-             (main, the current branch and the newest that fit are shown)",
+            "{left_out} of {} branches not shown: over the {budget} world lines shown per agent \
+             (main, the current branch and the newest are shown)",
             t.branches.len(),
-            lens.iter().sum::<usize>()
         ),
     });
     let link = (ai > 0).then(|| cs.spawn_link(&a.id)).flatten();
@@ -224,16 +219,14 @@ fn agent_parts_within(cs: &CodeSession, ai: usize, a: &AgentWire, budget: usize)
     });
     let mark = |world_line, line, count| LineMark {
         world_line,
-        line,
+        at: Pos::line(line),
         count,
-        entry: None,
         first_kept: None,
     };
     AgentParts {
         dir: a.dir.clone(),
         files,
         forks,
-        wire: None,
         meta,
         link: link
             .as_ref()
@@ -314,14 +307,29 @@ mod tests {
     }
 
     #[test]
-    fn view_lengths_are_the_views_built() {
-        let cs = session(&undo_wire(40));
+    fn branch_views_store_only_their_own_records() {
+        let cs = session(&undo_wire(200));
         let a = &cs.agents[0];
-        let lens = records::view_lengths(&a.wire, &a.tree);
-        assert_eq!(lens.len(), 41);
-        for (b, n) in lens.iter().enumerate() {
-            let (ix, _) = records::branch_index(&a.wire, &a.tree, b);
-            assert_eq!(ix.records.len(), *n, "branch {b}");
+        let parts = agent_parts_within(&cs, 0, a, usize::MAX);
+        let views: usize = parts.files.iter().map(|f| f.records.len()).sum();
+        let stored: usize = parts.files.iter().map(|f| f.records.stored()).sum();
+        let records = a
+            .wire
+            .entries
+            .iter()
+            .filter(|e| records::record_meta(e).is_some())
+            .count();
+        // 201 views, each its base's records and one more prompt, stored
+        // once: a view holds its base's records without copying them.
+        assert!(
+            views > 10 * records,
+            "{views} in views of {records} records"
+        );
+        assert!(stored <= records, "{stored} stored of {records} records");
+        // And each is the whole view, as read from its chain alone.
+        for (b, f) in parts.files.iter().enumerate() {
+            let (whole, _) = records::branch_index(&a.wire, &a.tree, b);
+            assert_eq!(f.records, whole.records, "branch {b}");
         }
     }
 
@@ -332,16 +340,10 @@ mod tests {
         let all = agent_parts_within(&cs, 0, a, usize::MAX);
         assert_eq!(all.files.len(), 201);
         assert!(all.warnings.is_empty());
-        let some = agent_parts_within(&cs, 0, a, 5_000);
-        assert!(agent_parts_within(&cs, 0, a, 200 * (BRANCH_WEIGHT + 400))
-            .warnings
-            .is_empty());
+        let some = agent_parts_within(&cs, 0, a, 25);
+        assert!(agent_parts_within(&cs, 0, a, 201).warnings.is_empty());
         let n = some.files.len();
-        assert!(n > 2 && n < 201, "{n}");
-        let total: usize = some.files.iter().map(|f| f.records.len()).sum();
-        // main and the current one are kept even if they alone were over.
-        assert!(total <= 5_000 + all.files[200].records.len(), "{total}");
-        assert!(n * BRANCH_WEIGHT <= 5_000 + 2 * BRANCH_WEIGHT, "{n}");
+        assert_eq!(n, 25);
         assert_eq!(some.lines[0].branch.as_deref(), Some("main"));
         assert_eq!(some.current, Some(n - 1));
         assert!(some.warnings[0]
@@ -352,8 +354,8 @@ mod tests {
             if let LineFork::Explicit { parent, shared } = *f {
                 assert!(parent < i);
                 assert_eq!(
-                    some.files[i].records[..shared],
-                    some.files[parent].records[..shared],
+                    some.files[i].records.prefix(shared),
+                    some.files[parent].records.prefix(shared),
                     "line {i}"
                 );
                 assert!(shared > 0);

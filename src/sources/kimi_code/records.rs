@@ -13,7 +13,8 @@ use super::tree::WireTree;
 use super::wire::{fold, Entry, EntryKind, WireIndex};
 use crate::error::{Error, Result};
 use crate::model::{Body, Marker, RecordMeta, RecordParts, Role};
-use crate::read::{lenient, FileIndex};
+use crate::read::{lenient, FileIndex, Records};
+use crate::sources::Times;
 
 /// The index entry of a record-shaped wire entry.
 pub fn record_meta(e: &Entry) -> Option<RecordMeta> {
@@ -64,93 +65,50 @@ pub fn record_meta(e: &Entry) -> Option<RecordMeta> {
 /// per chain range by binary search (entries are in line order), so a
 /// branch costs its own view, not a pass over the whole wire.
 pub fn branch_index(wire: &WireIndex, tree: &WireTree, b: usize) -> (FileIndex, Vec<Option<f64>>) {
-    let chain = tree.chain(b);
-    let mut records = Vec::new();
-    let mut times = Vec::new();
-    for (a, z) in chain {
+    let (index, times) = branch_view(wire, tree, b, None);
+    let times = (0..index.records.len()).map(|r| times.at(r)).collect();
+    (index, times)
+}
+
+/// Branch `b`'s view, sharing `base`'s records up to the fork (`base`:
+/// a view of an ancestor and the last line both views hold): the view
+/// stores only its own records, and times only for those.
+pub fn branch_view(
+    wire: &WireIndex,
+    tree: &WireTree,
+    b: usize,
+    base: Option<(&FileIndex, u32)>,
+) -> (FileIndex, Times) {
+    let (mut records, after) = match base {
+        Some((f, fl)) => {
+            let shared = f.records.partition_point(|r| r.line() <= fl);
+            (f.records.prefix(shared), Some(fl))
+        }
+        None => (Records::new(), None),
+    };
+    let mut times = Times::default();
+    let ranges = match after {
+        Some(fl) => tree.chain_after(b, fl),
+        None => tree.chain(b),
+    };
+    for (a, z) in ranges {
         let from = wire.entries.partition_point(|e| e.line < a);
         for e in wire.entries[from..].iter().take_while(|e| e.line <= z) {
             if let Some(meta) = record_meta(e) {
+                times.set(records.len(), e.time.map(|ms| ms / 1000.0));
                 records.push(meta);
-                times.push(e.time.map(|ms| ms / 1000.0));
             }
         }
     }
     let index = FileIndex {
         name: wire.name.clone(),
         path: wire.path.clone(),
-        records: records.into(),
+        records,
         warnings: Vec::new(),
         dropped_warnings: 0,
         bytes: wire.bytes,
     };
     (index, times)
-}
-
-/// How many records each branch's view holds, without building the
-/// views: a branch's count is its base's records up to the fork line plus
-/// its own. Linear in branches and segments (times a log), however deep
-/// the chain.
-pub fn view_lengths(wire: &WireIndex, tree: &WireTree) -> Vec<usize> {
-    // Lines of record entries, ascending: records in a..=z by two searches.
-    let lines: Vec<u32> = wire
-        .entries
-        .iter()
-        .filter(|e| record_meta_kind(e))
-        .map(|e| e.line)
-        .collect();
-    let count = |a: u32, z: u32| {
-        if a > z {
-            return 0;
-        }
-        lines.partition_point(|&l| l <= z) - lines.partition_point(|&l| l < a)
-    };
-    let own_upto = |b: usize, upto: u32| -> usize {
-        tree.branches[b]
-            .segments
-            .iter()
-            .map(|&(a, z)| count(a, z.min(upto)))
-            .sum()
-    };
-    let n = tree.branches.len();
-    // Records of a branch's base part (below its fork line).
-    let mut base = vec![0usize; n];
-    let mut out = vec![0usize; n];
-    for b in 0..n {
-        let br = &tree.branches[b];
-        if let (Some(p), Some(fl)) = (br.parent, br.fork_line) {
-            // Records of p's chain up to fl: walk up until an ancestor
-            // whose fork line is at or below fl (its base is then whole).
-            let (mut q, mut total) = (Some(p), 0usize);
-            for _ in 0..n {
-                let Some(c) = q.filter(|&c| c < b) else { break };
-                total += own_upto(c, fl);
-                match tree.branches[c].fork_line {
-                    Some(f) if f <= fl => {
-                        total += base[c];
-                        break;
-                    }
-                    Some(_) => q = tree.branches[c].parent,
-                    None => break,
-                }
-            }
-            base[b] = total;
-        }
-        out[b] = base[b] + own_upto(b, u32::MAX);
-    }
-    out
-}
-
-/// Whether an entry is a record, as [`record_meta`] decides, without
-/// building its index entry.
-fn record_meta_kind(e: &Entry) -> bool {
-    matches!(
-        e.kind,
-        EntryKind::Message { .. }
-            | EntryKind::Step { .. }
-            | EntryKind::ToolResult { .. }
-            | EntryKind::Compaction
-    )
 }
 
 /// Loads a record's body from its wire. A range that changed on disk since

@@ -71,6 +71,37 @@ impl WireTree {
         merge(out)
     }
 
+    /// The lines of [`WireTree::chain`] after line `after`: the part of
+    /// `b`'s view past a base that holds the rest. The walk up stops where
+    /// the fork lines reach `after`, so a deep chain of branches costs each
+    /// branch its own part, not its depth.
+    pub fn chain_after(&self, mut b: usize, after: u32) -> Ranges {
+        let mut out = Ranges::new();
+        let mut upto = u32::MAX;
+        for _ in 0..=self.branches.len() {
+            let Some(br) = self.branches.get(b) else {
+                break;
+            };
+            for &(a, z) in &br.segments {
+                let (a, z) = (a.max(after.saturating_add(1)), z.min(upto));
+                if a <= z {
+                    out.push((a, z));
+                }
+            }
+            match (br.parent, br.fork_line) {
+                (Some(p), Some(fork)) if p != b => {
+                    upto = fork.min(upto);
+                    if upto <= after {
+                        break;
+                    }
+                    b = p;
+                }
+                _ => break,
+            }
+        }
+        merge(out)
+    }
+
     /// Walks up from `b` (a loop, not recursion: a chain of 30 000
     /// branches must not overflow the stack), each ancestor cut at the
     /// fork line below it.

@@ -17,7 +17,7 @@ pub use file::PiFile;
 pub use home::Home;
 
 use crate::error::Result;
-use crate::sources::{Lineage, LinkKind, Reading, SessionLink, SessionSummary};
+use crate::sources::{Lineage, LinkKind, Pos, Reading, SessionLink, SessionSummary};
 
 /// Reads a session file and everything it links to.
 pub fn parts(path: &Path, reading: Reading) -> Result<crate::sources::SessionParts> {
@@ -187,8 +187,10 @@ fn link(
         records,
         kind: LinkKind::Fork,
         source_line,
-        line: None,
-        after,
+        after: after.map(|id| match at {
+            Some(i) => Pos::entry(f.entries[i as usize].meta.line(), id),
+            None => Pos::named(id),
+        }),
     }
 }
 

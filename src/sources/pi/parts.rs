@@ -5,12 +5,12 @@
 //! on their line, labels on their targets, the title, and `/fork` lineage.
 
 use super::file::{Entry, Kind, PiFile};
-use super::tree::Tree;
+use super::tree::{self, Tree};
 use crate::model::{Role, Warning};
 use crate::read::{FileIndex, Records};
 use crate::sources::{
-    AgentParts, EntryLabel, ForkKind, LineFork, LineInfo, LineMark, Lineage, ParentLink,
-    SessionParts, StatedFork, Tool,
+    AgentParts, EntryLabel, ForkKind, LineFork, LineInfo, LineMark, Lineage, ParentLink, Pos,
+    SessionParts, StatedFork, Times, Tool,
 };
 
 /// Characters of a prompt or summary kept as a world line's reason.
@@ -24,7 +24,7 @@ pub struct LineCache {
     start: u32,
     leaf: u32,
     records: Records,
-    times: Vec<Option<f64>>,
+    times: Times,
     reason: Option<String>,
 }
 
@@ -54,31 +54,34 @@ pub fn session_parts(
             .get(k)
             .filter(|c| c.start == l.start)
             .and_then(|c| Some((c, suffix_after(e, tree, l.leaf, c.leaf)?)));
-        let (records, when) = match grown {
-            Some((c, new)) => {
-                let mut records = c.records.clone();
-                let mut when = if want_times {
-                    c.times.clone()
-                } else {
-                    Vec::new()
-                };
-                for &i in &new {
-                    if want_times {
-                        when.push(time(records.len(), i));
-                    }
-                    records.push(e[i as usize].meta.clone());
+        // Records after `records`, pushed onto it with their times.
+        let push_own = |mut records: Records, mut when: Times, new: &[u32]| {
+            for &i in new {
+                if want_times {
+                    when.set(records.len(), time(records.len(), i));
                 }
-                (records, when)
+                records.push(e[i as usize].meta.clone());
             }
+            (records, when)
+        };
+        let (records, when) = match grown {
+            Some((c, new)) => push_own(c.records.clone(), c.times.clone(), &new),
             None => {
-                let path = tree.path(e, k);
-                let when = if want_times {
-                    path.iter().enumerate().map(|(r, &i)| time(r, i)).collect()
-                } else {
-                    Vec::new()
+                // A branch holds its parent's records up to the fork as
+                // they are (shared storage) and stores only its own.
+                let base = match (l.parent, l.after) {
+                    (Some(p), Some(a)) => files
+                        .get(p)
+                        .map(|pf: &FileIndex| {
+                            pf.records.prefix(tree.depth[a as usize] as usize + 1)
+                        })
+                        .filter(|b| b.len() == tree.depth[l.start as usize] as usize),
+                    _ => None,
                 };
-                let records: Records = path.iter().map(|&i| e[i as usize].meta.clone()).collect();
-                (records, when)
+                match base {
+                    Some(base) => push_own(base, Times::default(), &own_path(e, tree, l)),
+                    None => push_own(Records::new(), Times::default(), &tree.path(e, k)),
+                }
             }
         };
         cache.push(LineCache {
@@ -107,18 +110,7 @@ pub fn session_parts(
         // What started it never changes: worked out once per line.
         let prompt = match old.get(k).filter(|c| c.start == l.start) {
             Some(c) => c.reason.clone(),
-            None if l.parent.is_some() => {
-                let mut own = Vec::new();
-                let mut at = Some(l.leaf);
-                while let Some(i) =
-                    at.filter(|&i| tree.depth[i as usize] >= tree.depth[l.start as usize])
-                {
-                    own.push(i);
-                    at = e[i as usize].parent;
-                }
-                own.reverse();
-                reason(f, &own)
-            }
+            None if l.parent.is_some() => reason(f, &own_path(e, tree, l)),
             None => None,
         };
         if let Some(c) = cache.last_mut() {
@@ -134,13 +126,14 @@ pub fn session_parts(
             branch: None,
             fork: l.parent.map(|p| StatedFork {
                 kind: ForkKind::Tree,
-                line: l.after.map(|a| e[a as usize].meta.line()),
+                after: l
+                    .after
+                    .map(|a| Pos::entry(e[a as usize].meta.line(), e[a as usize].id.to_string())),
                 turns: None,
                 inferred: false,
                 origin: Some(p),
             }),
             leaf: Some(e[l.leaf as usize].id.to_string()),
-            after: l.after.map(|a| e[a as usize].id.to_string()),
             prompt,
         });
     }
@@ -153,9 +146,8 @@ pub fn session_parts(
             };
             Some(LineMark {
                 world_line: tree.owner_of(i as u32)?,
-                line: en.meta.line(),
+                at: Pos::entry(en.meta.line(), en.id.to_string()),
                 count: None,
-                entry: Some(en.id.to_string()),
                 first_kept: first_kept.as_deref().map(str::to_string),
             })
         })
@@ -175,7 +167,6 @@ pub fn session_parts(
         dir: f.path.parent().map(|p| p.to_path_buf()).unwrap_or_default(),
         files,
         forks,
-        wire: None,
         meta: None,
         link: ParentLink::None,
         warnings,
@@ -195,6 +186,18 @@ pub fn session_parts(
         lineage,
         tool: Tool::Pi,
     }
+}
+
+/// A line's own entries, from its first to its leaf.
+fn own_path(e: &[Entry], tree: &Tree, l: &tree::Line) -> Vec<u32> {
+    let mut own = Vec::new();
+    let mut at = Some(l.leaf);
+    while let Some(i) = at.filter(|&i| tree.depth[i as usize] >= tree.depth[l.start as usize]) {
+        own.push(i);
+        at = e[i as usize].parent;
+    }
+    own.reverse();
+    own
 }
 
 /// The entries after `old` on the path to `leaf`, when `old` is on it (the
