@@ -45,7 +45,8 @@ impl CodexFollower {
     }
 
     /// Brings one file's index up to its current length.
-    fn catch_up(&mut self, path: &Path) -> crate::Result<Rollout> {
+    /// The index stays kept (taken out by `refresh` while it builds).
+    fn catch_up(&mut self, path: &Path) -> crate::Result<()> {
         let md = std::fs::metadata(path).map_err(|e| crate::Error::io(path, e))?;
         let name = path
             .file_name()
@@ -53,7 +54,17 @@ impl CodexFollower {
             .unwrap_or_default();
         // A compressed rollout is read whole: no appends to one.
         if home::is_zst(path) {
-            return Rollout::read(path, &name);
+            let rollout = Rollout::read(path, &name)?;
+            self.kept.retain(|(p, _)| p != path);
+            self.kept.push((
+                path.to_path_buf(),
+                Kept {
+                    ino: md.ino(),
+                    rollout,
+                    feeder: Feeder::default(),
+                },
+            ));
+            return Ok(());
         }
         let at = self.kept.iter().position(|(p, _)| p == path);
         let reuse = at.is_some_and(|i| {
@@ -89,9 +100,8 @@ impl CodexFollower {
                 left -= n as u64;
             }
         }
-        let out = kept.rollout.clone();
         self.kept.push((path.to_path_buf(), kept));
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -131,11 +141,11 @@ impl Follower for CodexFollower {
             return Refresh::default();
         }
         self.stamps = stamps;
-        let mut gens = Vec::new();
+        let mut live: Vec<PathBuf> = Vec::new();
         for p in generations_of(&self.first) {
             match self.catch_up(&p) {
-                Ok(r) => gens.push(r),
-                Err(e) if gens.is_empty() => {
+                Ok(()) => live.push(p),
+                Err(e) if live.is_empty() => {
                     errors.push(e.to_string());
                     return Refresh::default();
                 }
@@ -143,10 +153,23 @@ impl Follower for CodexFollower {
             }
         }
         // Files no longer part of the thread are forgotten.
-        let live: Vec<PathBuf> = gens.iter().map(|g| g.path.clone()).collect();
         self.kept.retain(|(p, _)| live.contains(p));
+        // The kept indexes are lent to the build, not cloned (a clone is
+        // O(thread) per append), and taken back after.
+        let gens: Vec<Rollout> = live
+            .iter()
+            .filter_map(|p| {
+                let k = self.kept.iter_mut().find(|(q, _)| q == p)?;
+                Some(std::mem::take(&mut k.1.rollout))
+            })
+            .collect();
         let main = parts::ThreadRead::from_gens(&self.first, gens);
-        self.latest = Some(parts::assemble(&self.first, main));
+        self.latest = Some(parts::assemble(&self.first, &main));
+        for r in main.gens {
+            if let Some(k) = self.kept.iter_mut().find(|(q, _)| *q == r.path) {
+                k.1.rollout = r;
+            }
+        }
         Refresh {
             changed: true,
             deleted: false,

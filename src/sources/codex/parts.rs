@@ -62,14 +62,14 @@ impl ThreadRead {
 /// Everything worldline shows of the thread whose first file is `first`.
 pub fn session_parts(first: &Path) -> Result<SessionParts> {
     let main = ThreadRead::read(first)?;
-    Ok(assemble(first, main))
+    Ok(assemble(first, &main))
 }
 
 /// Parts of a thread already read (the live follower re-reads files).
-pub fn assemble(first: &Path, main: ThreadRead) -> SessionParts {
+pub fn assemble(first: &Path, main: &ThreadRead) -> SessionParts {
     let mut warnings = Vec::new();
-    let mut agents = vec![agent_parts(first, &main, None, ParentLink::None)];
-    for (call_id, sub_first) in subagents(first, &main) {
+    let mut agents = vec![agent_parts(first, main, None, ParentLink::None)];
+    for (call_id, sub_first) in subagents(first, main) {
         match ThreadRead::read(&sub_first) {
             Ok(sub) => {
                 let m = sub
@@ -94,7 +94,7 @@ pub fn assemble(first: &Path, main: ThreadRead) -> SessionParts {
             }),
         }
     }
-    let lineage = lineage(first, &main, &mut warnings);
+    let lineage = lineage(first, main, &mut warnings);
     if let Some(a) = agents.first_mut() {
         a.warnings.extend(warnings);
     }
