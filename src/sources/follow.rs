@@ -21,6 +21,57 @@ pub struct Refresh {
     pub deleted: bool,
 }
 
+impl Refresh {
+    /// The session is gone.
+    pub fn deleted() -> Refresh {
+        Refresh {
+            changed: false,
+            deleted: true,
+        }
+    }
+}
+
+/// Stamps of `paths` (each a file, or a directory looked into `depth`
+/// levels; 0: its files only) in order, and the directories a watcher
+/// should cover.
+pub fn stamps_of(paths: Vec<PathBuf>, depth: usize) -> (Vec<Stamp>, Vec<PathBuf>) {
+    let mut stamps = Vec::new();
+    let mut dirs = Vec::new();
+    for p in paths {
+        match depth {
+            0 => stamp(&p, &mut stamps, &mut dirs),
+            d => stamp_tree(&p, d, &mut stamps, &mut dirs),
+        }
+    }
+    stamps.sort();
+    dirs.sort();
+    dirs.dedup();
+    (stamps, dirs)
+}
+
+/// What a refresh that read the session made: `Ok` becomes the latest
+/// parts (changed), an error goes to `errors` (following goes on, the
+/// last parts stay).
+pub fn refreshed<T, E: std::fmt::Display>(
+    latest: &mut Option<T>,
+    made: Result<T, E>,
+    errors: &mut Vec<String>,
+) -> Refresh {
+    match made {
+        Ok(p) => {
+            *latest = Some(p);
+            Refresh {
+                changed: true,
+                deleted: false,
+            }
+        }
+        Err(e) => {
+            errors.push(e.to_string());
+            Refresh::default()
+        }
+    }
+}
+
 /// A source's reader of one live session.
 pub trait Follower: Send {
     /// Reads what was added since the last refresh; problems go to
@@ -42,7 +93,8 @@ pub trait Follower: Send {
     fn dirs(&self) -> &[PathBuf];
 }
 
-type Stamp = (PathBuf, u64, Option<SystemTime>, u64);
+/// A file as last seen: path, size, modification time, inode.
+pub type Stamp = (PathBuf, u64, Option<SystemTime>, u64);
 
 /// How deep a watched directory is looked into (Claude Code keeps a
 /// session's subagents at `<id>/subagents/agent-*.jsonl`).
@@ -79,37 +131,16 @@ impl Rereader {
 impl Follower for Rereader {
     fn refresh(&mut self, _now: Instant, errors: &mut Vec<String>) -> Refresh {
         if !self.path.exists() {
-            return Refresh {
-                changed: false,
-                deleted: true,
-            };
+            return Refresh::deleted();
         }
-        let mut stamps = Vec::new();
-        let mut dirs = Vec::new();
-        for p in self.source.live_paths(&self.path) {
-            stamp_tree(&p, DEPTH, &mut stamps, &mut dirs);
-        }
-        stamps.sort();
-        dirs.sort();
-        dirs.dedup();
+        let (stamps, dirs) = stamps_of(self.source.live_paths(&self.path), DEPTH);
         self.dirs = dirs;
         if stamps == self.stamps && self.latest.is_some() {
             return Refresh::default();
         }
         self.stamps = stamps;
-        match self.source.parts(&self.path, Reading::default()) {
-            Ok(parts) => {
-                self.latest = Some(parts);
-                Refresh {
-                    changed: true,
-                    deleted: false,
-                }
-            }
-            Err(e) => {
-                errors.push(e.to_string());
-                Refresh::default()
-            }
-        }
+        let made = self.source.parts(&self.path, Reading::default());
+        refreshed(&mut self.latest, made, errors)
     }
 
     fn parts(&mut self) -> Option<(SessionParts, bool)> {
@@ -146,6 +177,34 @@ fn stamp_tree(p: &Path, depth: usize, stamps: &mut Vec<Stamp>, dirs: &mut Vec<Pa
         if let Some(parent) = p.parent() {
             dirs.push(parent.to_path_buf());
         }
+        stamps.push((p.to_path_buf(), m.len(), m.modified().ok(), m.ino()));
+    }
+}
+
+/// Stamps a file, or the files directly in a directory (a project folder,
+/// a session's side folder, a day directory where files appear), and names
+/// the directory a watcher should cover.
+pub fn stamp(p: &Path, stamps: &mut Vec<Stamp>, dirs: &mut Vec<PathBuf>) {
+    let Ok(m) = std::fs::symlink_metadata(p) else {
+        dirs.extend(p.parent().map(Path::to_path_buf));
+        return;
+    };
+    if m.is_dir() {
+        dirs.push(p.to_path_buf());
+        for e in std::fs::read_dir(p)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .take(4096)
+        {
+            if let Ok(em) = e.metadata() {
+                if em.is_file() {
+                    stamps.push((e.path(), em.len(), em.modified().ok(), em.ino()));
+                }
+            }
+        }
+    } else {
+        dirs.extend(p.parent().map(Path::to_path_buf));
         stamps.push((p.to_path_buf(), m.len(), m.modified().ok(), m.ino()));
     }
 }

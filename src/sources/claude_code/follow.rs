@@ -7,9 +7,8 @@
 //! lineage (the files beside it) are read again only when those files
 //! change or an appended entry names a subagent.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use super::cache::{Caught, Kept};
 use super::grow::Growth;
@@ -17,10 +16,8 @@ use super::parts::{self, Read};
 use super::records;
 use super::tree::{self, Rec, Tree};
 use crate::read::FileIndex;
-use crate::sources::follow::{Follower, Refresh};
+use crate::sources::follow::{stamps_of, Follower, Refresh, Stamp};
 use crate::sources::{SessionParts, Source, Times};
-
-type Stamp = (PathBuf, u64, Option<SystemTime>, u64);
 
 /// The main file as followed.
 struct Main {
@@ -180,19 +177,9 @@ fn regrow_line(m: &mut Main, c: usize, k: usize) {
 impl Follower for ClaudeFollower {
     fn refresh(&mut self, _now: Instant, errors: &mut Vec<String>) -> Refresh {
         if !self.path.exists() {
-            return Refresh {
-                changed: false,
-                deleted: true,
-            };
+            return Refresh::deleted();
         }
-        let mut stamps = Vec::new();
-        let mut dirs = Vec::new();
-        for p in super::ClaudeCode.live_paths(&self.path) {
-            stamp(&p, &mut stamps, &mut dirs);
-        }
-        stamps.sort();
-        dirs.sort();
-        dirs.dedup();
+        let (stamps, dirs) = stamps_of(super::ClaudeCode.live_paths(&self.path), 0);
         self.dirs = dirs;
         if stamps == self.stamps && self.latest.is_some() {
             return Refresh::default();
@@ -248,19 +235,7 @@ impl Follower for ClaudeFollower {
             None => parts::assemble(&self.path, &read, first, true, Read::cached),
         };
         m.tree = read.tree;
-        match made {
-            Ok(p) => {
-                self.latest = Some((p, fresh));
-                Refresh {
-                    changed: true,
-                    deleted: false,
-                }
-            }
-            Err(e) => {
-                errors.push(e.to_string());
-                Refresh::default()
-            }
-        }
+        crate::sources::follow::refreshed(&mut self.latest, made.map(|p| (p, fresh)), errors)
     }
 
     fn parts(&mut self) -> Option<(SessionParts, bool)> {
@@ -273,33 +248,6 @@ impl Follower for ClaudeFollower {
 
     fn dirs(&self) -> &[PathBuf] {
         &self.dirs
-    }
-}
-
-/// Stamps a file, or the files directly in a directory (the project
-/// folder, the session's side folder, its subagents' folder).
-fn stamp(p: &Path, stamps: &mut Vec<Stamp>, dirs: &mut Vec<PathBuf>) {
-    let Ok(m) = std::fs::symlink_metadata(p) else {
-        dirs.extend(p.parent().map(Path::to_path_buf));
-        return;
-    };
-    if m.is_dir() {
-        dirs.push(p.to_path_buf());
-        for e in std::fs::read_dir(p)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .take(4096)
-        {
-            if let Ok(em) = e.metadata() {
-                if em.is_file() {
-                    stamps.push((e.path(), em.len(), em.modified().ok(), em.ino()));
-                }
-            }
-        }
-    } else {
-        dirs.extend(p.parent().map(Path::to_path_buf));
-        stamps.push((p.to_path_buf(), m.len(), m.modified().ok(), m.ino()));
     }
 }
 

@@ -9,14 +9,12 @@
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use super::rollout::{Feeder, Rollout};
 use super::{generations_of, home, parts};
-use crate::sources::follow::{Follower, Refresh};
+use crate::sources::follow::{stamps_of, Follower, Refresh, Stamp};
 use crate::sources::SessionParts;
-
-type Stamp = (PathBuf, u64, Option<SystemTime>, u64);
 
 /// One rollout file as read so far.
 struct Kept {
@@ -123,19 +121,11 @@ impl Kept {
 impl Follower for CodexFollower {
     fn refresh(&mut self, _now: Instant, errors: &mut Vec<String>) -> Refresh {
         if !self.first.exists() {
-            return Refresh {
-                changed: false,
-                deleted: true,
-            };
+            return Refresh::deleted();
         }
-        let mut stamps = Vec::new();
-        let mut dirs = Vec::new();
-        for p in <super::Codex as crate::sources::Source>::live_paths(&super::Codex, &self.first) {
-            stamp(&p, &mut stamps, &mut dirs);
-        }
-        stamps.sort();
-        dirs.sort();
-        dirs.dedup();
+        let paths =
+            <super::Codex as crate::sources::Source>::live_paths(&super::Codex, &self.first);
+        let (stamps, dirs) = stamps_of(paths, 0);
         self.dirs = dirs;
         if stamps == self.stamps && self.latest.is_some() {
             return Refresh::default();
@@ -182,32 +172,5 @@ impl Follower for CodexFollower {
 
     fn dirs(&self) -> &[PathBuf] {
         &self.dirs
-    }
-}
-
-/// Stamps a file, or the files directly in a directory (the thread's day
-/// directory, where generations and subagents appear).
-fn stamp(p: &Path, stamps: &mut Vec<Stamp>, dirs: &mut Vec<PathBuf>) {
-    let Ok(m) = std::fs::symlink_metadata(p) else {
-        dirs.extend(p.parent().map(Path::to_path_buf));
-        return;
-    };
-    if m.is_dir() {
-        dirs.push(p.to_path_buf());
-        for e in std::fs::read_dir(p)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .take(4096)
-        {
-            if let Ok(em) = e.metadata() {
-                if em.is_file() {
-                    stamps.push((e.path(), em.len(), em.modified().ok(), em.ino()));
-                }
-            }
-        }
-    } else {
-        dirs.extend(p.parent().map(Path::to_path_buf));
-        stamps.push((p.to_path_buf(), m.len(), m.modified().ok(), m.ino()));
     }
 }

@@ -52,19 +52,8 @@ impl Follower for PiFollower {
             return Refresh::default();
         }
         self.stamps = (file, folder);
-        match super::parts_live(&self.path, Reading::default(), &mut self.kept) {
-            Ok((parts, anew)) => {
-                self.latest = Some((parts, anew));
-                Refresh {
-                    changed: true,
-                    deleted: false,
-                }
-            }
-            Err(e) => {
-                errors.push(e.to_string());
-                Refresh::default()
-            }
-        }
+        let made = super::parts_live(&self.path, Reading::default(), &mut self.kept);
+        crate::sources::follow::refreshed(&mut self.latest, made, errors)
     }
 
     fn parts(&mut self) -> Option<(SessionParts, bool)> {
