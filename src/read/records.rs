@@ -51,6 +51,19 @@ impl Buf {
             claimed: AtomicUsize::new(0),
         }
     }
+
+    /// A buffer of `cap` slots holding `records` first (at most `cap`).
+    fn filled(cap: usize, records: impl Iterator<Item = RecordMeta>) -> Buf {
+        let buf = Buf::with_capacity(cap);
+        for (i, r) in records.take(cap).enumerate() {
+            // SAFETY: `buf` is ours alone and slot `i` unwritten; `claimed`
+            // follows each write, so a panicking clone leaves only written
+            // slots to drop.
+            unsafe { (*buf.slots[i].get()).write(r) };
+            buf.claimed.store(i + 1, Ordering::Relaxed);
+        }
+        buf
+    }
 }
 
 impl Drop for Buf {
@@ -123,17 +136,8 @@ fn merge_tail(segs: &mut Vec<Seg>) {
         if total > MERGE_RECORDS {
             return;
         }
-        let buf = Buf::with_capacity(total);
-        let mut i = 0;
-        for s in &segs[from..] {
-            for r in s.slice() {
-                // SAFETY: `buf` is ours alone and slot `i` unwritten;
-                // `claimed` follows each write.
-                unsafe { (*buf.slots[i].get()).write(r.clone()) };
-                i += 1;
-                buf.claimed.store(i, Ordering::Relaxed);
-            }
-        }
+        let records = segs[from..].iter().flat_map(Seg::slice).cloned();
+        let buf = Buf::filled(total, records);
         let start = segs[from].start;
         segs.truncate(from);
         segs.push(Seg {
@@ -269,9 +273,9 @@ impl Records {
                 return;
             }
         }
-        let new = Buf::with_capacity(cap);
-        match Arc::get_mut(&mut own.buf) {
+        let new = match Arc::get_mut(&mut own.buf) {
             Some(old) => {
+                let new = Buf::with_capacity(cap);
                 let n = *old.claimed.get_mut();
                 // Moved out: the old buffer must not drop them again.
                 *old.claimed.get_mut() = 0;
@@ -284,16 +288,10 @@ impl Records {
                         new.claimed.store(i + 1, Ordering::Relaxed);
                     }
                 }
+                new
             }
-            None => {
-                for (i, r) in own.slice().iter().enumerate() {
-                    // SAFETY: as above; `claimed` follows each write so a
-                    // panicking clone leaves only written slots to drop.
-                    unsafe { (*new.slots[i].get()).write(r.clone()) };
-                    new.claimed.store(i + 1, Ordering::Relaxed);
-                }
-            }
-        }
+            None => Buf::filled(cap, own.slice().iter().cloned()),
+        };
         own.buf = Arc::new(new);
     }
 

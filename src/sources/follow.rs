@@ -184,7 +184,7 @@ fn stamp_tree(p: &Path, depth: usize, stamps: &mut Vec<Stamp>, dirs: &mut Vec<Pa
 /// Stamps a file, or the files directly in a directory (a project folder,
 /// a session's side folder, a day directory where files appear), and names
 /// the directory a watcher should cover.
-pub fn stamp(p: &Path, stamps: &mut Vec<Stamp>, dirs: &mut Vec<PathBuf>) {
+fn stamp(p: &Path, stamps: &mut Vec<Stamp>, dirs: &mut Vec<PathBuf>) {
     let Ok(m) = std::fs::symlink_metadata(p) else {
         dirs.extend(p.parent().map(Path::to_path_buf));
         return;

@@ -56,7 +56,7 @@ pub fn session_parts(cs: &CodeSession, forks: Vec<ForkLink>) -> SessionParts {
 /// wrote it, up to it), and that branch.
 fn records_upto(a: &AgentWire, line: u32) -> (usize, usize) {
     let b = a.tree.owner_of(line).unwrap_or(a.tree.active);
-    let (ix, _) = records::branch_index(&a.wire, &a.tree, b);
+    let (ix, _) = records::branch_view(&a.wire, &a.tree, b, None);
     (
         ix.records.iter().take_while(|r| r.line() <= line).count(),
         b,
