@@ -4,21 +4,28 @@
 //! tree and the rows need, with the byte range its body is loaded from. Fed
 //! in chunks, so a live tail reads only new bytes. Lines are numbered as
 //! an editor numbers them (blank ones included), for warnings.
+//!
+//! A session of a million entries is a few big arrays (one per field, ids
+//! in one buffer with an open-addressing table), not a million boxes; each
+//! line is read by [`super::fast`] and only an unusual one by serde. A big
+//! file is read in two halves at once ([`PiFile::read`]).
 
 use crate::read::lines::Piece;
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 use crate::model::{Marker, RecordMeta, RecordParts, Role, ToolCallHead, Warning};
 use crate::read::MAX_WARNINGS;
 
 /// A line longer than this is counted and warned about, not kept.
 pub const LINE_CAP: usize = 256 << 20;
+
+/// No entry: a root's parent, an empty slot.
+pub const NONE: u32 = u32::MAX;
 
 /// The session header (line 1).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -33,23 +40,18 @@ pub struct Header {
 }
 
 /// What an entry is, as far as the tree and the rows care.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Message,
-    Compaction {
-        first_kept: Option<Box<str>>,
-    },
+    /// Its `firstKeptEntryId` is in [`PiFile::said`].
+    Compaction,
     BranchSummary,
     /// An extension message that enters the context.
     CustomMessage,
-    /// `label {targetId, label?}`: no label clears it.
-    Label {
-        target: Option<Box<str>>,
-        label: Option<Box<str>>,
-    },
-    SessionInfo {
-        name: Option<Box<str>>,
-    },
+    /// `label {targetId, label?}` (in [`PiFile::said`]): no label clears it.
+    Label,
+    /// Its `name` is in [`PiFile::said`].
+    SessionInfo,
     /// `model_change`, `thinking_level_change`, `custom`, `usage`,
     /// `context_edit`: a node of the tree, never a branch of its own.
     Bookkeeping,
@@ -60,24 +62,111 @@ pub enum Kind {
 impl Kind {
     /// Entries Pi's `/tree` hides by default: they sit inside a chain but
     /// a subtree of only these is no branch a user can see.
-    pub fn is_bookkeeping(&self) -> bool {
-        matches!(
-            self,
-            Kind::Label { .. } | Kind::SessionInfo { .. } | Kind::Bookkeeping
-        )
+    pub fn is_bookkeeping(self) -> bool {
+        matches!(self, Kind::Label | Kind::SessionInfo | Kind::Bookkeeping)
     }
 }
 
-/// One entry of the tree.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
-    pub id: Box<str>,
-    /// Index of the parent entry; `None`: a root.
-    pub parent: Option<u32>,
-    pub meta: RecordMeta,
-    /// Unix seconds.
-    pub time: Option<f64>,
-    pub kind: Kind,
+/// What a label, a session name or a compaction says (few entries, so
+/// kept beside the per-entry arrays).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Said {
+    pub entry: u32,
+    /// A label's `targetId`; a compaction's `firstKeptEntryId`.
+    pub target: Option<Box<str>>,
+    /// A label's name (none: cleared); a session's name.
+    pub text: Option<Box<str>>,
+}
+
+/// Entry ids in one buffer, and an open-addressing table from an id to
+/// the last entry holding it (Pi's `byId`: a later duplicate wins for
+/// children that name it).
+#[derive(Debug, Clone, Default)]
+struct Ids {
+    text: String,
+    /// Per entry: where its id ends in `text`.
+    ends: Vec<u32>,
+    /// An entry per slot (`NONE`: empty); a power of two long.
+    slots: Vec<u32>,
+    /// Distinct ids in `slots`.
+    used: usize,
+}
+
+/// xxh3 under a seed drawn once per process: a file cannot be written to
+/// make its ids collide in the table.
+fn id_hash(id: &str) -> u64 {
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let seed = *SEED.get_or_init(|| {
+        use std::hash::BuildHasher;
+        std::collections::hash_map::RandomState::new().hash_one(0x5049u64)
+    });
+    xxh3_64_with_seed(id.as_bytes(), seed)
+}
+
+impl Ids {
+    fn get(&self, i: u32) -> &str {
+        let i = i as usize;
+        let start = match i {
+            0 => 0,
+            _ => self.ends[i - 1] as usize,
+        };
+        self.text.get(start..self.ends[i] as usize).unwrap_or("")
+    }
+
+    fn find(&self, id: &str) -> Option<u32> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = id_hash(id) as usize & mask;
+        loop {
+            match self.slots[at] {
+                NONE => return None,
+                e if self.get(e) == id => return Some(e),
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    /// Adds the next entry's id; `Ok(Some(was))`: the entry that held it
+    /// before. `Err`: past what the buffer addresses (4 GiB of ids).
+    fn push(&mut self, id: &str) -> Result<Option<u32>, ()> {
+        let end = u32::try_from(self.text.len() + id.len()).map_err(|_| ())?;
+        let i = self.ends.len() as u32;
+        self.text.push_str(id);
+        self.ends.push(end);
+        if (self.used + 1) * 4 > self.slots.len() * 3 {
+            self.rehash((self.slots.len() * 2).max(64));
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = id_hash(id) as usize & mask;
+        loop {
+            match self.slots[at] {
+                NONE => {
+                    self.slots[at] = i;
+                    self.used += 1;
+                    return Ok(None);
+                }
+                e if self.get(e) == id => {
+                    self.slots[at] = i;
+                    return Ok(Some(e));
+                }
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+
+    fn rehash(&mut self, cap: usize) {
+        let old = std::mem::replace(&mut self.slots, vec![NONE; cap]);
+        let mask = cap - 1;
+        for e in old.into_iter().filter(|&e| e != NONE) {
+            let mut at = id_hash(self.get(e)) as usize & mask;
+            while self.slots[at] != NONE {
+                at = (at + 1) & mask;
+            }
+            self.slots[at] = e;
+        }
+    }
 }
 
 /// A session file, read so far.
@@ -87,10 +176,15 @@ pub struct PiFile {
     pub name: String,
     pub path: PathBuf,
     pub header: Option<Header>,
-    pub entries: Vec<Entry>,
-    /// Id → the last entry with it (Pi's `byId` map: a later duplicate
-    /// wins for children that name it).
-    pub by_id: HashMap<Box<str>, u32>,
+    /// Per entry, in file order: its record index entry, its parent
+    /// (`NONE`: a root), its time (NaN: none) and kind.
+    metas: Vec<RecordMeta>,
+    parents: Vec<u32>,
+    times: Vec<f64>,
+    kinds: Vec<Kind>,
+    ids: Ids,
+    /// Labels, session names and compactions, in file order.
+    pub said: Vec<Said>,
     pub warnings: Vec<Warning>,
     pub dropped_warnings: u64,
     /// Lines read (blank ones included).
@@ -101,14 +195,18 @@ pub struct PiFile {
     oversize: Option<u64>,
     /// Something other than blank space was seen (the header is due).
     started: bool,
-    migrated_warned: bool,
     /// The inode read (a rewrite under the same name is a new file).
     pub ino: u64,
     /// The last line was taken whole without its newline (at the end of
     /// the file); a newline arriving next ends it, it is no blank line.
     unterminated: bool,
+    /// Reading the second half of a split read.
+    deferred: Option<Deferred>,
+    /// Lines before this half (a split read's second half).
+    first_line: u32,
 }
 
+/// A line as serde reads it (the fallback of [`super::fast`]).
 #[derive(Deserialize)]
 struct Line<'a> {
     #[serde(rename = "type", borrow, default)]
@@ -167,6 +265,92 @@ where
     Option::<T>::deserialize(d).map(Some)
 }
 
+/// The fields of a line the index keeps, by either reader.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Fields<'a> {
+    pub ty: Option<Cow<'a, str>>,
+    pub id: Option<Cow<'a, str>>,
+    pub parent_id: Option<Option<Cow<'a, str>>>,
+    pub timestamp: Option<Cow<'a, str>>,
+    pub message: Option<MsgFields<'a>>,
+    pub target_id: Option<Cow<'a, str>>,
+    pub label: Option<Cow<'a, str>>,
+    pub name: Option<Cow<'a, str>>,
+    pub first_kept: Option<Cow<'a, str>>,
+    pub version: Option<u64>,
+    pub cwd: Option<Cow<'a, str>>,
+    pub parent_session: Option<Cow<'a, str>>,
+}
+
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct MsgFields<'a> {
+    pub role: Option<Cow<'a, str>>,
+    pub tool_call_id: Option<Cow<'a, str>>,
+    /// `toolCall` blocks of `content` as `(id, name)` (none when the
+    /// content is no list of blocks).
+    pub calls: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+}
+
+/// A line read by serde.
+pub(super) fn serde_fields(line: &[u8]) -> serde_json::Result<Fields<'_>> {
+    let l: Line = serde_json::from_slice(line)?;
+    Ok(Fields {
+        ty: l.ty,
+        id: l.id,
+        parent_id: l.parent_id,
+        timestamp: l.timestamp,
+        message: l.message.map(|m| MsgFields {
+            role: m.role,
+            tool_call_id: m.tool_call_id,
+            calls: tool_calls(m.content),
+        }),
+        target_id: l.target_id,
+        label: l.label,
+        name: l.name,
+        first_kept: l.first_kept,
+        version: l.version,
+        cwd: l.cwd,
+        parent_session: l.parent_session,
+    })
+}
+
+/// `toolCall` blocks of a message's content.
+fn tool_calls(content: Option<&RawValue>) -> Vec<(Cow<'_, str>, Cow<'_, str>)> {
+    let Some(raw) = content else {
+        return Vec::new();
+    };
+    if !raw.get().starts_with('[') {
+        return Vec::new();
+    }
+    let Ok(blocks) = serde_json::from_str::<Vec<Block>>(raw.get()) else {
+        return Vec::new();
+    };
+    blocks
+        .into_iter()
+        .filter(|b| b.ty.as_deref() == Some("toolCall"))
+        .map(|b| (b.id.unwrap_or_default(), b.name.unwrap_or_default()))
+        .collect()
+}
+
+/// Files from this size on are read in two halves at once.
+const SPLIT_MIN: u64 = 32 << 20;
+
+/// The second half of a file read in two ([`PiFile::read`]): parents are
+/// named, not resolved, until the halves are joined in order.
+#[derive(Debug, Clone, Default)]
+struct Deferred {
+    /// Per entry: its `parentId`'s text, ending here in `text` (a root's
+    /// is empty, and its parent `NONE`).
+    text: String,
+    ends: Vec<u32>,
+    /// Something only a read from the start can tell (an entry without an
+    /// id or without `parentId`, a buffer past 4 GiB): read it in one go.
+    bail: bool,
+}
+
+/// A parent named in [`Deferred`], resolved when the halves are joined.
+const NAMED: u32 = NONE - 1;
+
 impl PiFile {
     pub fn new(name: impl Into<String>, path: impl Into<PathBuf>) -> PiFile {
         PiFile {
@@ -176,9 +360,80 @@ impl PiFile {
         }
     }
 
-    /// Reads a whole session file through the guarded open.
+    /// Entries read.
+    pub fn len(&self) -> usize {
+        self.metas.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.metas.is_empty()
+    }
+
+    pub fn id(&self, i: u32) -> &str {
+        self.ids.get(i)
+    }
+
+    /// Entry `i`'s parent (always an earlier entry); `None`: a root.
+    pub fn parent(&self, i: u32) -> Option<u32> {
+        Some(self.parents[i as usize]).filter(|&p| p != NONE)
+    }
+
+    /// Every entry's parent (`NONE`: a root).
+    pub fn parents(&self) -> &[u32] {
+        &self.parents
+    }
+
+    pub fn meta(&self, i: u32) -> &RecordMeta {
+        &self.metas[i as usize]
+    }
+
+    pub fn last_meta(&self) -> Option<&RecordMeta> {
+        self.metas.last()
+    }
+
+    /// Unix seconds.
+    pub fn time(&self, i: u32) -> Option<f64> {
+        Some(self.times[i as usize]).filter(|t| !t.is_nan())
+    }
+
+    pub fn kind(&self, i: u32) -> Kind {
+        self.kinds[i as usize]
+    }
+
+    pub fn kinds(&self) -> &[Kind] {
+        &self.kinds
+    }
+
+    /// The last entry with this id (as Pi's `byId` finds it).
+    pub fn index_of(&self, id: &str) -> Option<u32> {
+        self.ids.find(id)
+    }
+
+    /// Every entry's index fields, for comparing two reads (tests).
+    #[cfg(test)]
+    pub(crate) fn same_entries(&self, o: &PiFile) -> bool {
+        let ids = |f: &PiFile| (0..f.len() as u32).map(|i| f.id(i).to_string()).collect::<Vec<_>>();
+        let times = |f: &PiFile| f.times.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
+        self.metas == o.metas
+            && self.parents == o.parents
+            && times(self) == times(o)
+            && self.kinds == o.kinds
+            && self.said == o.said
+            && ids(self) == ids(o)
+            && (0..o.len() as u32).all(|i| self.index_of(o.id(i)) == o.index_of(o.id(i)))
+    }
+
+    /// Reads a whole session file through the guarded open; a big one in
+    /// two halves at once, each on its own thread (the second from the
+    /// first line start past the middle, its parents resolved when the
+    /// halves are joined): the same index as reading it in one go.
     pub fn read(path: &Path) -> crate::Result<PiFile> {
-        use std::io::Read;
+        PiFile::read_split(path, SPLIT_MIN)
+    }
+
+    /// [`PiFile::read`], splitting files of at least `min` bytes.
+    pub fn read_split(path: &Path, min: u64) -> crate::Result<PiFile> {
+        use std::os::unix::fs::FileExt;
         let g = crate::read::guard::open_regular(path).map_err(|e| match e {
             crate::read::guard::GuardError::NotFound => crate::Error::NotFound {
                 path: path.to_path_buf(),
@@ -189,21 +444,172 @@ impl PiFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let mut ix = PiFile::new(name, path);
-        ix.ino = inode(&g.file);
-        // Read as the file was when opened: a writer appending meanwhile
-        // leaves a whole prefix, and the follower reads the rest.
-        let mut file = g.file.take(g.len);
-        let mut buf = vec![0u8; 1 << 20];
-        loop {
-            let n = file.read(&mut buf).map_err(|e| crate::Error::io(path, e))?;
-            if n == 0 {
-                break;
+        let file = &g.file;
+        let io = |e| crate::Error::io(path, e);
+        // Bytes `from..to` in 1 MiB reads (positional: both halves share
+        // the descriptor), each handed to `f`. The file is read as it was
+        // when opened: a writer appending meanwhile leaves a whole prefix,
+        // and the follower reads the rest.
+        let each = |from: u64, to: u64, f: &mut dyn FnMut(&[u8])| -> crate::Result<()> {
+            let mut buf = vec![0u8; 1 << 20];
+            let mut at = from;
+            while at < to {
+                let want = buf.len().min((to - at) as usize);
+                let n = file.read_at(&mut buf[..want], at).map_err(io)?;
+                if n == 0 {
+                    break;
+                }
+                f(&buf[..n]);
+                at += n as u64;
             }
-            ix.feed(&buf[..n]);
+            Ok(())
+        };
+        let mut ix = PiFile::new(name.clone(), path);
+        ix.ino = inode(file);
+        let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+        let cut = match g.len >= min && two {
+            true => next_line_start(file, g.len / 2, g.len).map_err(io)?,
+            false => None,
+        };
+        let Some(cut) = cut else {
+            each(0, g.len, &mut |b| {
+                ix.feed(b);
+            })?;
+            ix.finish();
+            return Ok(ix);
+        };
+        let mut rest = PiFile::new(name, path);
+        rest.ino = ix.ino;
+        rest.bytes = cut;
+        rest.started = true;
+        rest.deferred = Some(Deferred::default());
+        let (first, second) = std::thread::scope(|t| {
+            let h = t.spawn(|| {
+                // Its lines are numbered on from the first half's.
+                let mut lines = 0usize;
+                each(0, cut, &mut |b| lines += memchr::memchr_iter(b'\n', b).count())?;
+                rest.lines = u32::try_from(lines).unwrap_or(u32::MAX);
+                rest.first_line = rest.lines;
+                each(cut, g.len, &mut |b| {
+                    rest.feed(b);
+                })?;
+                rest.finish();
+                Ok::<_, crate::Error>(())
+            });
+            let first = each(0, cut, &mut |b| {
+                ix.feed(b);
+            });
+            let second = h
+                .join()
+                .unwrap_or_else(|_| Err(crate::Error::Other("reading a half panicked".into())));
+            (first, second)
+        });
+        first?;
+        second?;
+        if !ix.join(rest) {
+            return PiFile::read_split(path, u64::MAX);
         }
-        ix.finish();
         Ok(ix)
+    }
+
+    /// Takes `b`, the rest of the same file read from the line start
+    /// where `self` ends, resolving its parents and ids in file order.
+    /// `false` (and `self` unusable): read the file in one go.
+    fn join(&mut self, mut b: PiFile) -> bool {
+        let Some(d) = b.deferred.take() else {
+            return false;
+        };
+        let n1 = self.len() as u32;
+        if d.bail
+            || !self.started
+            || self.deferred.is_some()
+            || !self.pending.is_empty()
+            || self.oversize.is_some()
+            || self.lines != b.first_line
+            || (self.ids.text.len() + b.ids.text.len()) as u64 > u64::from(u32::MAX)
+            || (self.len() + b.len()) as u64 >= u64::from(NAMED)
+        {
+            return false;
+        }
+        // Warnings of the second half: what its scan said and what
+        // resolving says, in line order (a line's scan first), under the
+        // file's one cap.
+        let mut resolved: Vec<Warning> = Vec::new();
+        let mut dropped = 0u64;
+        let file = self.path.display().to_string();
+        let mut warn = |w: &mut Vec<Warning>, line: u32, message: String| {
+            if w.len() >= MAX_WARNINGS {
+                dropped += 1;
+            } else {
+                w.push(Warning {
+                    file: file.clone(),
+                    line: u64::from(line),
+                    message,
+                });
+            }
+        };
+        for j in 0..b.len() as u32 {
+            let i = n1 + j;
+            let line = b.metas[j as usize].line();
+            if b.parents[j as usize] == NAMED {
+                let start = match j {
+                    0 => 0,
+                    _ => d.ends[j as usize - 1] as usize,
+                };
+                let p = d.text.get(start..d.ends[j as usize] as usize).unwrap_or("");
+                b.parents[j as usize] = match self.ids.find(p) {
+                    Some(at) => at,
+                    None => {
+                        warn(&mut resolved, line, not_earlier(p));
+                        NONE
+                    }
+                };
+            }
+            match self.ids.push(b.ids.get(j)) {
+                Ok(Some(was)) => {
+                    let at = self.metas[was as usize].line();
+                    warn(&mut resolved, line, used_twice(b.ids.get(j), at));
+                }
+                Ok(None) => {}
+                Err(()) => return false,
+            }
+            debug_assert_eq!(self.ids.ends.len() as u32, i + 1);
+        }
+        let mut second = std::mem::take(&mut b.warnings);
+        let mut merged = Vec::with_capacity(second.len() + resolved.len());
+        let (mut s, mut r) = (second.drain(..).peekable(), resolved.into_iter().peekable());
+        loop {
+            let take_s = match (s.peek(), r.peek()) {
+                (Some(x), Some(y)) => x.line <= y.line,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            merged.extend(if take_s { s.next() } else { r.next() });
+        }
+        drop(s);
+        self.dropped_warnings += b.dropped_warnings + dropped;
+        for w in merged {
+            if self.warnings.len() >= MAX_WARNINGS {
+                self.dropped_warnings += 1;
+            } else {
+                self.warnings.push(w);
+            }
+        }
+        for s in &mut b.said {
+            s.entry += n1;
+        }
+        self.metas.append(&mut b.metas);
+        self.parents.append(&mut b.parents);
+        self.times.append(&mut b.times);
+        self.kinds.append(&mut b.kinds);
+        self.said.append(&mut b.said);
+        self.lines = b.lines;
+        self.bytes = b.bytes;
+        self.pending = b.pending;
+        self.oversize = b.oversize;
+        self.unterminated = b.unterminated;
+        true
     }
 
     /// Reads what was appended since the last read. `Ok(false)`: the file
@@ -219,20 +625,20 @@ impl PiFile {
             return Ok(false);
         }
         let mut file = g.file;
-        if let Some(last) = self.entries.last() {
-            let (off, len) = (last.meta.offset(), last.meta.len() as usize);
+        if let Some(last) = self.metas.last() {
+            let (off, len) = (last.offset(), last.len() as usize);
             let mut buf = vec![0u8; len];
             file.seek(SeekFrom::Start(off))
                 .and_then(|_| file.read_exact(&mut buf))
                 .map_err(|e| crate::Error::io(&path, e))?;
-            if xxh3_64(&buf) != last.meta.hash() {
+            if xxh3_64(&buf) != last.hash() {
                 return Ok(false);
             }
         }
         file.seek(SeekFrom::Start(from))
             .map_err(|e| crate::Error::io(&path, e))?;
         let mut rest = file.take(g.len - from);
-        let mut buf = vec![0u8; 1 << 20];
+        let mut buf = vec![0u8; (g.len - from).clamp(1, 1 << 20) as usize];
         loop {
             let n = rest
                 .read(&mut buf)
@@ -323,32 +729,35 @@ impl PiFile {
         };
         let first = !std::mem::replace(&mut self.started, true);
         let owned;
-        let rec: Line = match serde_json::from_slice(line) {
-            Ok(r) => r,
-            Err(e) => {
-                // Invalid UTF-8 or raw control characters: repaired as
-                // the rest of worldline reads lines; else skipped.
-                owned = crate::read::lenient::repair(line);
-                match serde_json::from_str(&owned) {
-                    Ok(r) => r,
-                    // Pi writes whole lines: a last one without its end
-                    // that doesn't parse is still being written (a live
-                    // session), not damage.
-                    Err(_) if terminator == 0 => {
-                        // Kept as pending: the rest arrives with a later read.
-                        self.bytes -= raw.len() as u64;
-                        self.lines -= 1;
-                        self.unterminated = false;
-                        self.started = !first;
-                        self.pending = raw.to_vec();
-                        return;
-                    }
-                    Err(_) => {
-                        self.warn(format!("not a JSON entry ({e}); skipped"));
-                        return;
+        let rec = match super::fast::line(line) {
+            Some(r) => r,
+            None => match serde_fields(line) {
+                Ok(r) => r,
+                Err(e) => {
+                    // Invalid UTF-8 or raw control characters: repaired as
+                    // the rest of worldline reads lines; else skipped.
+                    owned = crate::read::lenient::repair(line);
+                    match serde_fields(owned.as_bytes()) {
+                        Ok(r) => r,
+                        // Pi writes whole lines: a last one without its end
+                        // that doesn't parse is still being written (a live
+                        // session), not damage.
+                        Err(_) if terminator == 0 => {
+                            // Kept as pending: the rest arrives with a later read.
+                            self.bytes -= raw.len() as u64;
+                            self.lines -= 1;
+                            self.unterminated = false;
+                            self.started = !first;
+                            self.pending = raw.to_vec();
+                            return;
+                        }
+                        Err(_) => {
+                            self.warn(format!("not a JSON entry ({e}); skipped"));
+                            return;
+                        }
                     }
                 }
-            }
+            },
         };
         let ty = rec.ty.as_deref().unwrap_or("");
         if ty == "session" {
@@ -365,7 +774,6 @@ impl PiFile {
                 timestamp: rec.timestamp.as_deref().and_then(parse_iso),
             });
             if version < 3 {
-                self.migrated_warned = true;
                 self.warn(format!(
                     "session version {version}: Pi migrates (rewrites) this file to version 3 when it opens it; read as migrated"
                 ));
@@ -379,78 +787,157 @@ impl PiFile {
             );
         }
         let version = self.header.as_ref().map_or(3, |h| h.version);
-        let prev = self.entries.len().checked_sub(1).map(|i| i as u32);
+        let prev = self.len().checked_sub(1).map(|i| i as u32);
         let line_no = self.lines;
-        let id: Box<str> = match rec.id.as_deref() {
-            Some(id) if !id.is_empty() => id.into(),
+        let generated;
+        let id: &str = match rec.id.as_deref() {
+            Some(id) if !id.is_empty() => id,
             // Version 1 entries have no ids: Pi numbers them as a chain.
             _ => {
+                if let Some(d) = &mut self.deferred {
+                    d.bail = true;
+                }
                 if version >= 2 {
                     self.warn("an entry without an id; named by its line".to_string());
                 }
-                format!("line{line_no}").into()
+                generated = format!("line{line_no}");
+                &generated
             }
         };
-        let parent = match &rec.parent_id {
-            Some(Some(p)) => match self.by_id.get(p.as_ref()) {
-                Some(&i) => Some(i),
+        let parent = if let Some(d) = &mut self.deferred {
+            // The second half of a split read: resolved at the join.
+            let p = match &rec.parent_id {
+                Some(Some(p)) => {
+                    d.text.push_str(p);
+                    NAMED
+                }
+                Some(None) => NONE,
                 None => {
-                    self.warn(format!(
-                        "parent {} is not an earlier entry (missing, or a cycle); a root here, as Pi treats it",
-                        crate::text::sanitize_line(p, 40)
-                    ));
+                    d.bail = true;
+                    NONE
+                }
+            };
+            match u32::try_from(d.text.len()) {
+                Ok(end) => d.ends.push(end),
+                Err(_) => {
+                    d.bail = true;
+                    d.ends.push(0);
+                }
+            }
+            p
+        } else {
+            let parent = match &rec.parent_id {
+                Some(Some(p)) => match self.ids.find(p) {
+                    Some(i) => Some(i),
+                    None => {
+                        self.warn(not_earlier(p));
+                        None
+                    }
+                },
+                Some(None) => None,
+                // Version 1: each entry follows the one before (Pi's migration).
+                None if version < 2 || rec.id.is_none() => prev,
+                None => {
+                    self.warn("an entry without parentId; a root here".to_string());
                     None
                 }
-            },
-            Some(None) => None,
-            // Version 1: each entry follows the one before (Pi's migration).
-            None if version < 2 || rec.id.is_none() => prev,
-            None => {
-                self.warn("an entry without parentId; a root here".to_string());
-                None
-            }
+            };
+            parent.unwrap_or(NONE)
         };
         let kind = match ty {
             "message" => Kind::Message,
-            "compaction" => Kind::Compaction {
-                first_kept: rec.first_kept.as_deref().map(Into::into),
-            },
+            "compaction" => Kind::Compaction,
             "branch_summary" => Kind::BranchSummary,
             "custom_message" => Kind::CustomMessage,
-            "label" => Kind::Label {
-                target: rec.target_id.as_deref().map(Into::into),
-                label: rec
-                    .label
-                    .as_deref()
-                    .filter(|l| !l.is_empty())
-                    .map(Into::into),
-            },
-            "session_info" => Kind::SessionInfo {
-                name: rec.name.as_deref().map(Into::into),
-            },
+            "label" => Kind::Label,
+            "session_info" => Kind::SessionInfo,
             "model_change" | "thinking_level_change" | "custom" | "usage" | "context_edit" => {
                 Kind::Bookkeeping
             }
             _ => Kind::Other,
         };
-        let parts = record_parts(ty, &kind, rec.message.as_ref());
+        let index = self.len() as u32;
+        let said = match kind {
+            Kind::Compaction => Some((rec.first_kept.as_deref(), None)),
+            Kind::Label => Some((
+                rec.target_id.as_deref(),
+                rec.label.as_deref().filter(|l| !l.is_empty()),
+            )),
+            Kind::SessionInfo => Some((None, rec.name.as_deref())),
+            _ => None,
+        };
+        let parts = record_parts(ty, kind, rec.message.as_ref());
         let meta = RecordMeta::new(offset, len, line_no, xxh3_64(line), parts);
-        let index = self.entries.len() as u32;
-        if let Some(was) = self.by_id.insert(id.clone(), index) {
-            let at = self.entries[was as usize].meta.line();
-            self.warn(format!(
-                "id {} already used on line {at}; entries naming it hang under this one (as in Pi)",
-                crate::text::sanitize_line(&id, 40)
-            ));
+        if self.deferred.is_some() {
+            // Only stored: the table is the join's to fill, in file order.
+            let Ok(end) = u32::try_from(self.ids.text.len() + id.len()) else {
+                if let Some(d) = &mut self.deferred {
+                    d.bail = true;
+                }
+                return;
+            };
+            self.ids.text.push_str(id);
+            self.ids.ends.push(end);
+        } else {
+            match self.ids.push(id) {
+                Ok(None) => {}
+                Ok(Some(was)) => {
+                    let at = self.metas[was as usize].line();
+                    self.warn(used_twice(id, at));
+                }
+                Err(()) => {
+                    self.warn("entry ids past 4 GiB in all; skipped".to_string());
+                    return;
+                }
+            }
         }
-        self.entries.push(Entry {
-            id,
-            parent,
-            meta,
-            time: rec.timestamp.as_deref().and_then(parse_iso),
-            kind,
-        });
+        if let Some((target, text)) = said {
+            self.said.push(Said {
+                entry: index,
+                target: target.map(Into::into),
+                text: text.map(Into::into),
+            });
+        }
+        self.metas.push(meta);
+        self.parents.push(parent);
+        self.times
+            .push(rec.timestamp.as_deref().and_then(parse_iso).unwrap_or(f64::NAN));
+        self.kinds.push(kind);
     }
+}
+
+fn not_earlier(p: &str) -> String {
+    format!(
+        "parent {} is not an earlier entry (missing, or a cycle); a root here, as Pi treats it",
+        crate::text::sanitize_line(p, 40)
+    )
+}
+
+fn used_twice(id: &str, at: u32) -> String {
+    format!(
+        "id {} already used on line {at}; entries naming it hang under this one (as in Pi)",
+        crate::text::sanitize_line(id, 40)
+    )
+}
+
+/// The first line start at or after `at` (before `len`), if any.
+fn next_line_start(file: &std::fs::File, at: u64, len: u64) -> std::io::Result<Option<u64>> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 64 << 10];
+    let mut pos = at;
+    while pos < len {
+        let want = buf.len().min((len - pos) as usize);
+        let n = file.read_at(&mut buf[..want], pos)?;
+        if n == 0 {
+            break;
+        }
+        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+            let cut = pos + i as u64 + 1;
+            return Ok((cut < len).then_some(cut));
+        }
+        pos += n as u64;
+    }
+    Ok(None)
 }
 
 fn inode(f: &std::fs::File) -> u64 {
@@ -459,7 +946,7 @@ fn inode(f: &std::fs::File) -> u64 {
 }
 
 /// The index entry's role, tool calls and marker.
-fn record_parts(ty: &str, kind: &Kind, msg: Option<&Msg>) -> RecordParts {
+fn record_parts(ty: &str, kind: Kind, msg: Option<&MsgFields>) -> RecordParts {
     let mut parts = RecordParts {
         role: Role::Other(ty.into()),
         checkpoint: None,
@@ -482,11 +969,19 @@ fn record_parts(ty: &str, kind: &Kind, msg: Option<&Msg>) -> RecordParts {
             if let Some(m) = msg {
                 parts.tool_call_id = m.tool_call_id.as_deref().map(str::to_string);
                 if role == "assistant" {
-                    parts.tool_calls = tool_calls(m.content);
+                    parts.tool_calls = m
+                        .calls
+                        .iter()
+                        .map(|(id, name)| ToolCallHead {
+                            id: id.to_string(),
+                            name: name.to_string(),
+                            dmail: None,
+                        })
+                        .collect();
                 }
             }
         }
-        Kind::Compaction { .. } => {
+        Kind::Compaction => {
             parts.role = Role::System;
             parts.marker = Some(Marker::Compaction);
         }
@@ -497,28 +992,6 @@ fn record_parts(ty: &str, kind: &Kind, msg: Option<&Msg>) -> RecordParts {
         _ => {}
     }
     parts
-}
-
-/// `toolCall` blocks of an assistant's content.
-fn tool_calls(content: Option<&RawValue>) -> Vec<ToolCallHead> {
-    let Some(raw) = content else {
-        return Vec::new();
-    };
-    if !raw.get().starts_with('[') {
-        return Vec::new();
-    }
-    let Ok(blocks) = serde_json::from_str::<Vec<Block>>(raw.get()) else {
-        return Vec::new();
-    };
-    blocks
-        .into_iter()
-        .filter(|b| b.ty.as_deref() == Some("toolCall"))
-        .map(|b| ToolCallHead {
-            id: b.id.map(Cow::into_owned).unwrap_or_default(),
-            name: b.name.map(Cow::into_owned).unwrap_or_default(),
-            dmail: None,
-        })
-        .collect()
 }
 
 /// `2026-12-04T12:44:29.451Z` (or with an offset) → Unix seconds.
@@ -615,11 +1088,11 @@ mod tests {
             "not json\n",
             "{\"type\":\"message\",\"id\":\"e\",\"par",
         ));
-        assert_eq!(f.entries.len(), 5);
-        assert_eq!(f.entries[1].parent, None);
-        assert_eq!(f.entries[2].parent, None);
-        assert_eq!(f.entries[3].parent, Some(2));
-        assert_eq!(f.by_id["a"], 4);
+        assert_eq!(f.len(), 5);
+        assert_eq!(f.parent(1), None);
+        assert_eq!(f.parent(2), None);
+        assert_eq!(f.parent(3), Some(2));
+        assert_eq!(f.index_of("a").unwrap(), 4);
         let lines: Vec<u64> = f.warnings.iter().map(|w| w.line).collect();
         assert_eq!(lines, [3, 4, 6, 7], "{:?}", f.warnings);
         assert!(f.warnings.iter().all(|w| w.file == "/t/s.jsonl"));
@@ -632,11 +1105,11 @@ mod tests {
             "{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n",
             "{\"type\":\"message\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"toolCall\",\"id\":\"c1\",\"name\":\"bash\",\"arguments\":{}}]}}\n",
         ));
-        assert_eq!(f.entries[1].parent, Some(0));
-        assert_eq!(f.entries[1].meta.tool_calls().len(), 1);
+        assert_eq!(f.parent(1), Some(0));
+        assert_eq!(f.meta(1).tool_calls().len(), 1);
         assert!(f.warnings[0].message.contains("version 1"));
         let g = parse("{\"type\":\"message\",\"id\":\"a\",\"parentId\":null}\n");
-        assert_eq!(g.entries.len(), 1);
+        assert_eq!(g.len(), 1);
         assert!(g.warnings[0].message.contains("no session header"));
         assert_eq!(g.warnings[0].line, 1);
     }
@@ -659,7 +1132,7 @@ mod tests {
             std::fs::write(&path, text).unwrap();
             assert!(f.read_more().unwrap(), "cut {cut}");
             f.finish();
-            assert_eq!(f.entries, whole.entries, "cut {cut}");
+            assert!(f.same_entries(&whole), "cut {cut}");
             assert_eq!(f.lines, whole.lines, "cut {cut}");
             assert_eq!(f.warnings, whole.warnings, "cut {cut}");
         }

@@ -5,6 +5,7 @@
 //! lines are root-to-leaf paths of one append-only file, not files.
 
 pub mod body;
+mod fast;
 pub mod file;
 pub mod home;
 pub mod live;
@@ -22,7 +23,7 @@ use crate::sources::{Lineage, LinkKind, Pos, Reading, SessionLink, SessionSummar
 /// Reads a session file and everything it links to.
 pub fn parts(path: &Path, reading: Reading) -> Result<crate::sources::SessionParts> {
     let f = PiFile::read(path)?;
-    let t = tree::build(&f.entries);
+    let t = tree::build(&f);
     let lineage = lineage(&f, &t, &Home::from_env());
     Ok(parts::session_parts(
         &f,
@@ -37,21 +38,41 @@ pub fn parts(path: &Path, reading: Reading) -> Result<crate::sources::SessionPar
 /// path (as found, else as the header says) and file name.
 type Origin = (Option<String>, String, PathBuf, String);
 
-/// What a live follower keeps: the file indexed so far, and the sessions
-/// it links to as found (a fork's copied entries never change).
+/// What a live follower keeps: the file indexed so far, its tree, and
+/// the sessions it links to as found (a fork's copied entries never
+/// change).
 pub struct Kept {
     file: PiFile,
+    tree: tree::Tree,
     /// The source's `(after, session, path, file name)`, once looked for.
     source: Option<Option<Origin>>,
     /// Forks found beside it: path → `(after, session)`.
     forks: Vec<(PathBuf, Option<String>, String)>,
     /// Each world line's records as last handed out.
     lines: Vec<parts::LineCache>,
+    /// Refreshes that grew the tree rather than building it whole.
+    pub grown: usize,
+}
+
+impl Kept {
+    fn read(path: &Path) -> Result<Kept> {
+        let file = PiFile::read(path)?;
+        let tree = tree::build(&file);
+        Ok(Kept {
+            file,
+            tree,
+            source: None,
+            forks: Vec::new(),
+            lines: Vec::new(),
+            grown: 0,
+        })
+    }
 }
 
 /// [`parts`] for a live follower: only the bytes appended since the last
-/// read are parsed (the file is read anew when it was replaced), and the
-/// linked sessions are read once each.
+/// read are parsed (the file is read anew when it was replaced), the tree
+/// grows by them when they hang off a line's leaf (else it is built again
+/// from the index), and the linked sessions are read once each.
 /// The second value says the file was read anew (nothing of the last
 /// snapshot is known to hold).
 pub fn parts_live(
@@ -62,28 +83,30 @@ pub fn parts_live(
     let reuse = state.take().filter(|k| k.file.path == path);
     let mut anew = true;
     let mut kept = match reuse {
-        Some(mut k) => match k.file.read_more()? {
-            true => {
-                anew = false;
-                k
+        Some(mut k) => {
+            let n0 = k.file.len();
+            match k.file.read_more()? {
+                true => {
+                    anew = false;
+                    if k.file.len() != n0 {
+                        if k.tree.grow(&k.file, n0) {
+                            k.grown += 1;
+                        } else {
+                            k.tree = tree::build(&k.file);
+                        }
+                    }
+                    k
+                }
+                false => Kept {
+                    grown: k.grown,
+                    ..Kept::read(path)?
+                },
             }
-            false => Kept {
-                file: PiFile::read(path)?,
-                source: None,
-                forks: Vec::new(),
-                lines: Vec::new(),
-            },
-        },
-        None => Kept {
-            file: PiFile::read(path)?,
-            source: None,
-            forks: Vec::new(),
-            lines: Vec::new(),
-        },
+        }
+        None => Kept::read(path)?,
     };
     let home = Home::from_env();
-    let f = &kept.file;
-    let t = tree::build(&f.entries);
+    let (f, t) = (&kept.file, &kept.tree);
     if kept.source.is_none() {
         kept.source = Some(source_of(f, &home));
     }
@@ -92,7 +115,7 @@ pub fn parts_live(
         .clone()
         .flatten()
         .map(|(after, session, dir, name)| {
-            let mut l = link(f, &t, after, session, dir);
+            let mut l = link(f, t, after, session, dir);
             l.source_file = name;
             l
         });
@@ -108,10 +131,10 @@ pub fn parts_live(
                 got
             }
         };
-        forks.push(link(f, &t, after, session, p));
+        forks.push(link(f, t, after, session, p));
     }
     let lineage = Lineage { forked_from, forks };
-    let out = parts::session_parts(f, &t, lineage, reading.times, &mut kept.lines);
+    let out = parts::session_parts(f, t, lineage, reading.times, &mut kept.lines);
     *state = Some(kept);
     Ok((out, anew))
 }
@@ -176,7 +199,7 @@ fn link(
     session: String,
     dir: PathBuf,
 ) -> SessionLink {
-    let at = after.as_deref().and_then(|a| f.by_id.get(a)).copied();
+    let at = after.as_deref().and_then(|a| f.index_of(a));
     let (records, source_line) = at
         .and_then(|i| Some((t.depth[i as usize] as usize + 1, t.owner_of(i)?)))
         .unwrap_or((0, 0));
@@ -188,7 +211,7 @@ fn link(
         kind: LinkKind::Fork,
         source_line,
         after: after.map(|id| match at {
-            Some(i) => Pos::entry(f.entries[i as usize].meta.line(), id),
+            Some(i) => Pos::entry(f.meta(i).line(), id),
             None => Pos::named(id),
         }),
     }
@@ -196,11 +219,11 @@ fn link(
 
 /// The last entry of `fork` (in its file order) whose id `source` holds.
 fn last_shared(fork: &PiFile, source: &PiFile) -> Option<String> {
-    fork.entries
-        .iter()
+    (0..fork.len() as u32)
         .rev()
-        .find(|e| source.by_id.contains_key(&e.id))
-        .map(|e| e.id.to_string())
+        .map(|i| fork.id(i))
+        .find(|id| source.index_of(id).is_some())
+        .map(str::to_string)
 }
 
 fn find_source(me: &Path, parent_session: &str, home: &Home) -> Option<PathBuf> {
@@ -229,7 +252,7 @@ pub fn modified(path: &Path) -> std::time::SystemTime {
 /// A session's row for `list` and the picker.
 pub fn summarize(path: &Path) -> SessionSummary {
     let f = PiFile::read(path).unwrap_or_else(|_| PiFile::new("", path));
-    let t = tree::build(&f.entries);
+    let t = tree::build(&f);
     let header = f.header.clone().unwrap_or_default();
     let forked_from = header
         .parent_session

@@ -4,7 +4,7 @@
 //! parent at the fork point with the reason `/tree`; compactions as marks
 //! on their line, labels on their targets, the title, and `/fork` lineage.
 
-use super::file::{Entry, Kind, PiFile};
+use super::file::{Kind, PiFile};
 use super::tree::{self, Tree};
 use crate::model::{Role, Warning};
 use crate::read::{FileIndex, Records};
@@ -39,7 +39,6 @@ pub fn session_parts(
     cache: &mut Vec<LineCache>,
 ) -> SessionParts {
     let want_times = times;
-    let e = &f.entries;
     let mut files = Vec::with_capacity(tree.lines.len());
     let mut forks = Vec::with_capacity(tree.lines.len());
     let mut lines = Vec::with_capacity(tree.lines.len());
@@ -49,18 +48,18 @@ pub fn session_parts(
         // Only a line's own records are timed: its shared prefix is its
         // parent's (the builder reads times from `shared` on).
         let own_from = l.after.map_or(0, |a| tree.depth[a as usize] as usize + 1);
-        let time = |r: usize, i: u32| (r >= own_from).then(|| e[i as usize].time).flatten();
+        let time = |r: usize, i: u32| (r >= own_from).then(|| f.time(i)).flatten();
         let grown = old
             .get(k)
             .filter(|c| c.start == l.start)
-            .and_then(|c| Some((c, suffix_after(e, tree, l.leaf, c.leaf)?)));
+            .and_then(|c| Some((c, suffix_after(f, tree, l.leaf, c.leaf)?)));
         // Records after `records`, pushed onto it with their times.
         let push_own = |mut records: Records, mut when: Times, new: &[u32]| {
             for &i in new {
                 if want_times {
                     when.set(records.len(), time(records.len(), i));
                 }
-                records.push(e[i as usize].meta.clone());
+                records.push(f.meta(i).clone());
             }
             (records, when)
         };
@@ -79,8 +78,8 @@ pub fn session_parts(
                     _ => None,
                 };
                 match base {
-                    Some(base) => push_own(base, Times::default(), &own_path(e, tree, l)),
-                    None => push_own(Records::new(), Times::default(), &tree.path(e, k)),
+                    Some(base) => push_own(base, Times::default(), &own_path(f, tree, l)),
+                    None => push_own(Records::new(), Times::default(), &tree.path(f, k)),
                 }
             }
         };
@@ -110,7 +109,7 @@ pub fn session_parts(
         // What started it never changes: worked out once per line.
         let prompt = match old.get(k).filter(|c| c.start == l.start) {
             Some(c) => c.reason.clone(),
-            None if l.parent.is_some() => reason(f, &own_path(e, tree, l)),
+            None if l.parent.is_some() => reason(f, &own_path(f, tree, l)),
             None => None,
         };
         if let Some(c) = cache.last_mut() {
@@ -121,34 +120,32 @@ pub fn session_parts(
             // while it grows (its leaf moves on).
             label: format!(
                 "from {}",
-                crate::text::sanitize_line(&e[l.start as usize].id, 16)
+                crate::text::sanitize_line(f.id(l.start), 16)
             ),
             branch: None,
             fork: l.parent.map(|p| StatedFork {
                 kind: ForkKind::Tree,
                 after: l
                     .after
-                    .map(|a| Pos::entry(e[a as usize].meta.line(), e[a as usize].id.to_string())),
+                    .map(|a| Pos::entry(f.meta(a).line(), f.id(a).to_string())),
                 turns: None,
                 inferred: false,
                 origin: Some(p),
             }),
-            leaf: Some(e[l.leaf as usize].id.to_string()),
+            leaf: Some(f.id(l.leaf).to_string()),
             prompt,
         });
     }
-    let compactions = e
+    let compactions = f
+        .said
         .iter()
-        .enumerate()
-        .filter_map(|(i, en)| {
-            let Kind::Compaction { first_kept } = &en.kind else {
-                return None;
-            };
+        .filter(|s| f.kind(s.entry) == Kind::Compaction)
+        .filter_map(|s| {
             Some(LineMark {
-                world_line: tree.owner_of(i as u32)?,
-                at: Pos::entry(en.meta.line(), en.id.to_string()),
+                world_line: tree.owner_of(s.entry)?,
+                at: Pos::entry(f.meta(s.entry).line(), f.id(s.entry).to_string()),
                 count: None,
-                first_kept: first_kept.as_deref().map(str::to_string),
+                first_kept: s.target.as_deref().map(str::to_string),
             })
         })
         .collect();
@@ -189,12 +186,12 @@ pub fn session_parts(
 }
 
 /// A line's own entries, from its first to its leaf.
-fn own_path(e: &[Entry], tree: &Tree, l: &tree::Line) -> Vec<u32> {
+fn own_path(f: &PiFile, tree: &Tree, l: &tree::Line) -> Vec<u32> {
     let mut own = Vec::new();
     let mut at = Some(l.leaf);
     while let Some(i) = at.filter(|&i| tree.depth[i as usize] >= tree.depth[l.start as usize]) {
         own.push(i);
-        at = e[i as usize].parent;
+        at = f.parent(i);
     }
     own.reverse();
     own
@@ -202,13 +199,13 @@ fn own_path(e: &[Entry], tree: &Tree, l: &tree::Line) -> Vec<u32> {
 
 /// The entries after `old` on the path to `leaf`, when `old` is on it (the
 /// line only grew); walks up only as far as the new entries go.
-fn suffix_after(e: &[Entry], tree: &Tree, leaf: u32, old: u32) -> Option<Vec<u32>> {
+fn suffix_after(f: &PiFile, tree: &Tree, leaf: u32, old: u32) -> Option<Vec<u32>> {
     let want = *tree.depth.get(old as usize)?;
     let mut out = Vec::new();
     let mut at = leaf;
     while tree.depth[at as usize] > want {
         out.push(at);
-        at = e[at as usize].parent?;
+        at = f.parent(at)?;
     }
     out.reverse();
     (at == old).then_some(out)
@@ -227,17 +224,13 @@ pub fn session_id(f: &PiFile) -> String {
 /// label clears it.
 fn labels(f: &PiFile, tree: &Tree) -> Vec<EntryLabel> {
     let mut out: Vec<EntryLabel> = Vec::new();
-    for en in &f.entries {
-        let Kind::Label { target, label } = &en.kind else {
-            continue;
-        };
-        let Some(target) = target else { continue };
+    for s in f.said.iter().filter(|s| f.kind(s.entry) == Kind::Label) {
+        let Some(target) = &s.target else { continue };
         out.retain(|l| *l.entry != **target);
-        if let Some(label) = label {
+        if let Some(label) = &s.text {
             let at = f
-                .by_id
-                .get(&**target)
-                .and_then(|&i| Some((tree.owner_of(i)?, tree.depth[i as usize] as usize)));
+                .index_of(target)
+                .and_then(|i| Some((tree.owner_of(i)?, tree.depth[i as usize] as usize)));
             out.push(EntryLabel {
                 entry: target.to_string(),
                 at,
@@ -251,36 +244,36 @@ fn labels(f: &PiFile, tree: &Tree) -> Vec<EntryLabel> {
 /// Pi's title: the latest `session_info` name (empty clears it), else the
 /// first prompt.
 pub fn title(f: &PiFile) -> Option<String> {
-    let named = f.entries.iter().rev().find_map(|en| match &en.kind {
-        Kind::SessionInfo { name } => Some(name.as_deref().unwrap_or("")),
-        _ => None,
-    });
+    let named = f
+        .said
+        .iter()
+        .rev()
+        .find(|s| f.kind(s.entry) == Kind::SessionInfo)
+        .map(|s| s.text.as_deref().unwrap_or(""));
     if let Some(n) = named.filter(|n| !n.trim().is_empty()) {
         return Some(n.trim().to_string());
     }
-    f.entries
-        .iter()
-        .filter(|en| *en.meta.role() == Role::User && en.kind == Kind::Message)
+    (0..f.len() as u32)
+        .filter(|&i| *f.meta(i).role() == Role::User && f.kind(i) == Kind::Message)
         .take(8)
-        .find_map(|en| text_of(f, en))
+        .find_map(|i| text_of(f, i))
         .map(|t| first_chars(t.trim(), 200))
 }
 
 /// What started a branch: its summary, else its first prompt.
 fn reason(f: &PiFile, own: &[u32]) -> Option<String> {
     for &i in own.iter().take(64) {
-        let en = &f.entries[i as usize];
-        match en.kind {
+        match f.kind(i) {
             Kind::BranchSummary => {
-                let text = text_of(f, en)?;
+                let text = text_of(f, i)?;
                 let summary = text.split_once('\n').map_or("", |(_, s)| s);
                 return Some(format!(
                     "summary: {}",
                     first_chars(summary.trim(), PROMPT_CHARS)
                 ));
             }
-            _ if *en.meta.role() == Role::User => {
-                return text_of(f, en).map(|t| first_chars(t.trim(), PROMPT_CHARS));
+            _ if *f.meta(i).role() == Role::User => {
+                return text_of(f, i).map(|t| first_chars(t.trim(), PROMPT_CHARS));
             }
             _ => {}
         }
@@ -288,8 +281,8 @@ fn reason(f: &PiFile, own: &[u32]) -> Option<String> {
     None
 }
 
-fn text_of(f: &PiFile, en: &Entry) -> Option<String> {
-    let body = super::body::load_body(&f.path, &en.meta).ok()?;
+fn text_of(f: &PiFile, i: u32) -> Option<String> {
+    let body = super::body::load_body(&f.path, f.meta(i)).ok()?;
     let t = body.text();
     (!t.trim().is_empty()).then_some(t)
 }

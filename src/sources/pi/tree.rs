@@ -10,7 +10,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::file::Entry;
+use super::file::{PiFile, NONE as ROOT};
 
 /// One world line: its own entries (`start..` down to `leaf`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,7 +46,7 @@ impl Tree {
     }
 
     /// The entries of line `k`, root first.
-    pub fn path(&self, entries: &[Entry], k: usize) -> Vec<u32> {
+    pub fn path(&self, f: &PiFile, k: usize) -> Vec<u32> {
         let Some(l) = self.lines.get(k) else {
             return Vec::new();
         };
@@ -54,23 +54,61 @@ impl Tree {
         let mut n = Some(l.leaf);
         while let Some(i) = n {
             out.push(i);
-            n = entries[i as usize].parent;
+            n = f.parent(i);
         }
         out.reverse();
         out
+    }
+
+    /// Takes the entries of `f` after the first `n0` (the ones this tree
+    /// was built from) when each hangs off a line's leaf: that line grows
+    /// by it and becomes current, as building the tree whole would make it
+    /// (a leaf has no children, so no choice between children changes,
+    /// nor the order of the lines' starts). `false`, and the tree as it
+    /// was: something else changed, build it whole.
+    pub fn grow(&mut self, f: &PiFile, n0: usize) -> bool {
+        let n = f.len();
+        if n0 != self.owner.len() || n < n0 {
+            return false;
+        }
+        let mut leaves: Vec<u32> = self.lines.iter().map(|l| l.leaf).collect();
+        let mut current = self.current;
+        for i in n0..n {
+            let Some(p) = f.parent(i as u32) else {
+                return false;
+            };
+            let Some(k) = leaves.iter().position(|&l| l == p) else {
+                return false;
+            };
+            leaves[k] = i as u32;
+            current = Some(k);
+        }
+        for i in n0..n {
+            let p = f.parent(i as u32).unwrap_or_default();
+            self.depth.push(self.depth[p as usize] + 1);
+            self.owner.push(self.owner[p as usize]);
+        }
+        for (l, leaf) in self.lines.iter_mut().zip(leaves) {
+            l.leaf = leaf;
+        }
+        self.current = current;
+        true
     }
 }
 
 /// Builds the world lines of `entries` (parents always earlier, as
 /// [`super::file::PiFile`] resolves them).
-pub fn build(entries: &[Entry]) -> Tree {
-    let n = entries.len();
+pub fn build(f: &PiFile) -> Tree {
+    let parents = f.parents();
+    let kinds = f.kinds();
+    let parent = |i: usize| Some(parents[i]).filter(|&p| p != ROOT);
+    let n = parents.len();
     let mut depth = vec![0u32; n];
     // Children in file order, as one flat list (CSR): a session of a
     // million entries costs two arrays, not a million vectors.
     let mut counts = vec![0u32; n + 1];
-    for (i, e) in entries.iter().enumerate() {
-        if let Some(p) = e.parent {
+    for i in 0..n {
+        if let Some(p) = parent(i) {
             depth[i] = depth[p as usize] + 1;
             counts[p as usize] += 1;
         }
@@ -81,8 +119,8 @@ pub fn build(entries: &[Entry]) -> Tree {
     }
     let mut fill = first.clone();
     let mut kids = vec![0u32; first[n] as usize];
-    for (i, e) in entries.iter().enumerate() {
-        if let Some(p) = e.parent {
+    for i in 0..n {
+        if let Some(p) = parent(i) {
             kids[fill[p as usize] as usize] = i as u32;
             fill[p as usize] += 1;
         }
@@ -92,8 +130,8 @@ pub fn build(entries: &[Entry]) -> Tree {
     let mut content = vec![false; n];
     let mut latest: Vec<u32> = (0..n as u32).collect();
     for i in (0..n).rev() {
-        content[i] |= !entries[i].kind.is_bookkeeping();
-        if let Some(p) = entries[i].parent {
+        content[i] |= !kinds[i].is_bookkeeping();
+        if let Some(p) = parent(i) {
             let p = p as usize;
             content[p] |= content[i];
             latest[p] = latest[p].max(latest[i]);
@@ -101,7 +139,7 @@ pub fn build(entries: &[Entry]) -> Tree {
     }
     let children = |i: u32| &kids[first[i as usize] as usize..first[i as usize + 1] as usize];
     let roots: Vec<u32> = (0..n as u32)
-        .filter(|&i| entries[i as usize].parent.is_none())
+        .filter(|&i| parent(i as usize).is_none())
         .collect();
     // Starts of lines still to walk, earliest first.
     let mut heap: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
@@ -110,7 +148,7 @@ pub fn build(entries: &[Entry]) -> Tree {
     let mut lines = Vec::new();
     while let Some(Reverse(start)) = heap.pop() {
         let k = lines.len() as u32;
-        let after = entries[start as usize].parent;
+        let after = parent(start as usize);
         let parent = after.and_then(|a| {
             let o = owner[a as usize];
             (o != NONE).then_some(o as usize)
@@ -151,7 +189,7 @@ pub fn build(entries: &[Entry]) -> Tree {
             current = Some(owner[i as usize] as usize);
             break;
         }
-        at = entries[i as usize].parent;
+        at = parent(i as usize);
     }
     Tree {
         lines,
@@ -209,14 +247,14 @@ mod tests {
             ));
         }
         let f = PiFile::parse("s.jsonl", Path::new("s.jsonl"), text.as_bytes());
-        let t = build(&f.entries);
+        let t = build(&f);
         (f, t)
     }
 
     fn leaves(f: &PiFile, t: &Tree) -> Vec<String> {
         t.lines
             .iter()
-            .map(|l| f.entries[l.leaf as usize].id.to_string())
+            .map(|l| f.id(l.leaf).to_string())
             .collect()
     }
 
@@ -236,7 +274,7 @@ mod tests {
         // and a tail label at the tip.
         let (f, t) = tree("r:-:m a:r:m side:r:l mid:a:l b:mid:m tail:b:l");
         assert_eq!(leaves(&f, &t), ["tail"]);
-        assert_eq!(t.path(&f.entries, 0).len(), 5);
+        assert_eq!(t.path(&f, 0).len(), 5);
         assert_eq!(t.owner_of(2), None);
         assert_eq!(t.current, Some(0));
         // The last entry in a side subtree: resumed on its ancestor's line.
