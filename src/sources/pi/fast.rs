@@ -427,3 +427,112 @@ impl<'a> P<'a> {
     }
 }
 
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::line;
+    use crate::sources::pi::file::serde_fields;
+
+    /// What the reader makes of a line without the fast path: serde, else
+    /// serde over the repaired line.
+    fn full(l: &[u8]) -> Option<String> {
+        match serde_fields(l) {
+            Ok(x) => Some(format!("{x:?}")),
+            Err(_) => {
+                let owned = crate::read::lenient::repair(l);
+                serde_fields(owned.as_bytes())
+                    .ok()
+                    .map(|x| format!("{x:?}"))
+            }
+        }
+    }
+
+    /// The fast path says nothing or what the full read says.
+    fn agrees(l: &[u8]) {
+        if let Some(fast) = line(l).map(|x| format!("{x:?}")) {
+            assert_eq!(Some(fast), full(l), "{}", String::from_utf8_lossy(l));
+        }
+    }
+
+    pub(crate) fn fixture_files() -> Vec<std::path::PathBuf> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pi");
+        let mut out = Vec::new();
+        let mut stack = vec![root];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "jsonl") {
+                    out.push(p);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn fixture_lines() -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for p in fixture_files() {
+            let bytes = std::fs::read(&p).unwrap();
+            out.extend(
+                bytes
+                    .split(|&b| b == b'\n')
+                    .filter(|l| !l.is_empty())
+                    .map(<[u8]>::to_vec),
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn agrees_with_serde_on_every_fixture_line_and_answers_all() {
+        let lines = fixture_lines();
+        assert!(lines.len() > 50);
+        for l in &lines {
+            agrees(l);
+            assert!(line(l).is_some(), "{}", String::from_utf8_lossy(l));
+        }
+    }
+
+    #[test]
+    fn agrees_on_cut_and_damaged_lines() {
+        let lines = fixture_lines();
+        for l in lines.iter().filter(|l| l.len() > 50).take(40) {
+            // Every cut: none is whole JSON but the full line.
+            for n in 0..l.len() {
+                agrees(&l[..n]);
+            }
+            // One byte changed at a time to each of a few troublemakers.
+            for at in (0..l.len()).step_by(3) {
+                for &c in b"\"\\{}[],:0n \x01\xff" {
+                    let mut m = l.clone();
+                    m[at] = c;
+                    agrees(&m);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn leaves_the_unsure_to_serde() {
+        let unsure: [&[u8]; 8] = [
+            br#"{"type":"message","id":"a","id":"b"}"#,
+            br#"{"typ\u0065":"message"}"#,
+            br#"{"type":"session","version":3.0}"#,
+            br#"{"type":"session","version":-1}"#,
+            br#"{"type":"message","message":{"role":"assistant","content":[["toolCall","c","bash"]]}}"#,
+            br#"{"type":"message","message":{"role":"assistant","content":[{"type":"toolCall","id":5}]}}"#,
+            br#"["message","a"]"#,
+            br#"{"type":"message"} x"#,
+        ];
+        for l in unsure {
+            assert!(line(l).is_none(), "{}", String::from_utf8_lossy(l));
+        }
+        let plain = br#"{"type":"message","id":"a\u00e9","parentId":null,"message":{"role":"assistant","content":[{"type":"thinking","thinking":"a\nb"},{"type":"toolCall","id":"c1","name":"bash","arguments":{"x":[1,-2.5e3,true,null]}}]}}"#;
+        agrees(plain);
+        assert!(line(plain).is_some_and(|f| f.message.unwrap().calls.len() == 1));
+        assert!(line(b"{\"x\":\"a\x01b\"}").is_none());
+    }
+}

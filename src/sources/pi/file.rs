@@ -86,11 +86,15 @@ struct Ids {
     text: String,
     /// Per entry: where its id ends in `text`.
     ends: Vec<u32>,
-    /// An entry per slot (`NONE`: empty); a power of two long.
-    slots: Vec<u32>,
+    /// Per slot: the high half of its id's hash over the entry (`EMPTY`:
+    /// none), so most probes settle without reading the id; a power of
+    /// two long.
+    slots: Vec<u64>,
     /// Distinct ids in `slots`.
     used: usize,
 }
+
+const EMPTY: u64 = u64::MAX;
 
 /// xxh3 under a seed drawn once per process: a file cannot be written to
 /// make its ids collide in the table.
@@ -113,18 +117,27 @@ impl Ids {
         self.text.get(start..self.ends[i] as usize).unwrap_or("")
     }
 
+    /// The slot holding `id`, else the empty one where it would go.
+    fn slot(&self, id: &str, h: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let fp = h & !0xffff_ffff;
+        let mut at = h as usize & mask;
+        loop {
+            let s = self.slots[at];
+            if s == EMPTY || (s & !0xffff_ffff == fp && self.get(s as u32) == id) {
+                return at;
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
     fn find(&self, id: &str) -> Option<u32> {
         if self.slots.is_empty() {
             return None;
         }
-        let mask = self.slots.len() - 1;
-        let mut at = id_hash(id) as usize & mask;
-        loop {
-            match self.slots[at] {
-                NONE => return None,
-                e if self.get(e) == id => return Some(e),
-                _ => at = (at + 1) & mask,
-            }
+        match self.slots[self.slot(id, id_hash(id))] {
+            EMPTY => None,
+            s => Some(s as u32),
         }
     }
 
@@ -138,33 +151,26 @@ impl Ids {
         if (self.used + 1) * 4 > self.slots.len() * 3 {
             self.rehash((self.slots.len() * 2).max(64));
         }
-        let mask = self.slots.len() - 1;
-        let mut at = id_hash(id) as usize & mask;
-        loop {
-            match self.slots[at] {
-                NONE => {
-                    self.slots[at] = i;
-                    self.used += 1;
-                    return Ok(None);
-                }
-                e if self.get(e) == id => {
-                    self.slots[at] = i;
-                    return Ok(Some(e));
-                }
-                _ => at = (at + 1) & mask,
-            }
+        let h = id_hash(id);
+        let at = self.slot(id, h);
+        let was = std::mem::replace(&mut self.slots[at], (h & !0xffff_ffff) | u64::from(i));
+        if was == EMPTY {
+            self.used += 1;
+            return Ok(None);
         }
+        Ok(Some(was as u32))
     }
 
     fn rehash(&mut self, cap: usize) {
-        let old = std::mem::replace(&mut self.slots, vec![NONE; cap]);
+        let old = std::mem::replace(&mut self.slots, vec![EMPTY; cap]);
         let mask = cap - 1;
-        for e in old.into_iter().filter(|&e| e != NONE) {
-            let mut at = id_hash(self.get(e)) as usize & mask;
-            while self.slots[at] != NONE {
+        for s in old.into_iter().filter(|&s| s != EMPTY) {
+            let h = id_hash(self.get(s as u32));
+            let mut at = h as usize & mask;
+            while self.slots[at] != EMPTY {
                 at = (at + 1) & mask;
             }
-            self.slots[at] = e;
+            self.slots[at] = s;
         }
     }
 }
@@ -178,7 +184,7 @@ pub struct PiFile {
     pub header: Option<Header>,
     /// Per entry, in file order: its record index entry, its parent
     /// (`NONE`: a root), its time (NaN: none) and kind.
-    metas: Vec<RecordMeta>,
+    metas: Metas,
     parents: Vec<u32>,
     times: Vec<f64>,
     kinds: Vec<Kind>,
@@ -335,6 +341,111 @@ fn tool_calls(content: Option<&RawValue>) -> Vec<(Cow<'_, str>, Cow<'_, str>)> {
 /// Files from this size on are read in two halves at once.
 const SPLIT_MIN: u64 = 32 << 20;
 
+/// Record index entries in chunks: a split read's halves join without a
+/// copy, and a one-shot read frees a chunk once the world lines' records
+/// took all of it.
+#[derive(Debug, Clone, Default)]
+struct Metas {
+    chunks: Vec<Vec<RecordMeta>>,
+    /// Each chunk's first entry.
+    starts: Vec<u32>,
+    len: usize,
+    /// Per chunk: entries still to be taken (after [`Metas::plan`]).
+    left: Vec<u32>,
+}
+
+/// Entries per chunk (2.5 MiB of them).
+const CHUNK: usize = 1 << 16;
+
+/// What [`Metas::get`] gives for an entry taken (never read by design).
+fn taken() -> &'static RecordMeta {
+    static TAKEN: std::sync::OnceLock<RecordMeta> = std::sync::OnceLock::new();
+    TAKEN.get_or_init(|| {
+        let parts = RecordParts {
+            role: Role::User,
+            checkpoint: None,
+            tokens: None,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            marker: None,
+        };
+        RecordMeta::new(0, 0, 0, 0, parts)
+    })
+}
+
+impl Metas {
+    fn push(&mut self, m: RecordMeta) {
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < CHUNK => c.push(m),
+            last => {
+                // The first grows as it fills (small files stay small).
+                let mut c = match last {
+                    Some(_) => Vec::with_capacity(CHUNK),
+                    None => Vec::new(),
+                };
+                c.push(m);
+                self.starts.push(self.len as u32);
+                self.chunks.push(c);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn at(&self, i: u32) -> (usize, usize) {
+        let c = self.starts.partition_point(|&s| s <= i).saturating_sub(1);
+        (c, (i - self.starts.get(c).copied().unwrap_or(0)) as usize)
+    }
+
+    fn get(&self, i: u32) -> &RecordMeta {
+        let (c, k) = self.at(i);
+        match self.chunks.get(c).and_then(|c| c.get(k)) {
+            Some(m) => m,
+            None => taken(),
+        }
+    }
+
+    #[cfg(test)]
+    fn iter(&self) -> impl Iterator<Item = &RecordMeta> {
+        self.chunks.iter().flatten()
+    }
+
+    fn append(&mut self, b: Metas) {
+        let n = self.len as u32;
+        self.starts.extend(b.starts.iter().map(|s| s + n));
+        self.chunks.extend(b.chunks);
+        self.len += b.len;
+    }
+
+    fn plan(&mut self, take: impl Fn(u32) -> bool) {
+        self.left = (0..self.chunks.len())
+            .map(|c| {
+                let s = self.starts[c];
+                (s..s + self.chunks[c].len() as u32).filter(|&i| take(i)).count() as u32
+            })
+            .collect();
+        for (c, &left) in self.chunks.iter_mut().zip(&self.left) {
+            if left == 0 {
+                *c = Vec::new();
+            }
+        }
+    }
+
+    fn take(&mut self, i: u32) -> RecordMeta {
+        let (c, k) = self.at(i);
+        let Some(slot) = self.chunks.get_mut(c).and_then(|ch| ch.get_mut(k)) else {
+            return taken().clone();
+        };
+        let m = std::mem::replace(slot, taken().clone());
+        if let Some(left) = self.left.get_mut(c) {
+            *left = left.saturating_sub(1);
+            if *left == 0 {
+                self.chunks[c] = Vec::new();
+            }
+        }
+        m
+    }
+}
+
 /// The second half of a file read in two ([`PiFile::read`]): parents are
 /// named, not resolved, until the halves are joined in order.
 #[derive(Debug, Clone, Default)]
@@ -362,11 +473,11 @@ impl PiFile {
 
     /// Entries read.
     pub fn len(&self) -> usize {
-        self.metas.len()
+        self.metas.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.metas.is_empty()
+        self.metas.len == 0
     }
 
     pub fn id(&self, i: u32) -> &str {
@@ -384,11 +495,24 @@ impl PiFile {
     }
 
     pub fn meta(&self, i: u32) -> &RecordMeta {
-        &self.metas[i as usize]
+        self.metas.get(i)
     }
 
     pub fn last_meta(&self) -> Option<&RecordMeta> {
-        self.metas.last()
+        self.len().checked_sub(1).map(|i| self.meta(i as u32))
+    }
+
+    /// Entry `i`'s record index entry, moved out (a one-shot read hands
+    /// them to the world lines' records): see [`PiFile::plan_takes`].
+    pub fn take_meta(&mut self, i: u32) -> RecordMeta {
+        self.metas.take(i)
+    }
+
+    /// Entries `take(i)` says will be taken by [`PiFile::take_meta`]; the
+    /// storage of a chunk is freed when its last one is, so the index is
+    /// not held twice. No other entry's meta is read after.
+    pub fn plan_takes(&mut self, take: impl Fn(u32) -> bool) {
+        self.metas.plan(take);
     }
 
     /// Unix seconds.
@@ -414,7 +538,7 @@ impl PiFile {
     pub(crate) fn same_entries(&self, o: &PiFile) -> bool {
         let ids = |f: &PiFile| (0..f.len() as u32).map(|i| f.id(i).to_string()).collect::<Vec<_>>();
         let times = |f: &PiFile| f.times.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
-        self.metas == o.metas
+        self.metas.iter().eq(o.metas.iter())
             && self.parents == o.parents
             && times(self) == times(o)
             && self.kinds == o.kinds
@@ -433,6 +557,13 @@ impl PiFile {
 
     /// [`PiFile::read`], splitting files of at least `min` bytes.
     pub fn read_split(path: &Path, min: u64) -> crate::Result<PiFile> {
+        let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
+        PiFile::read_cut(path, &|len| (len >= min && two).then_some(len / 2))
+    }
+
+    /// Reads a file split at the first line start from where `at` says
+    /// (given the file's length), if any.
+    fn read_cut(path: &Path, at: &dyn Fn(u64) -> Option<u64>) -> crate::Result<PiFile> {
         use std::os::unix::fs::FileExt;
         let g = crate::read::guard::open_regular(path).map_err(|e| match e {
             crate::read::guard::GuardError::NotFound => crate::Error::NotFound {
@@ -466,10 +597,9 @@ impl PiFile {
         };
         let mut ix = PiFile::new(name.clone(), path);
         ix.ino = inode(file);
-        let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-        let cut = match g.len >= min && two {
-            true => next_line_start(file, g.len / 2, g.len).map_err(io)?,
-            false => None,
+        let cut = match at(g.len) {
+            Some(at) => next_line_start(file, at, g.len).map_err(io)?,
+            None => None,
         };
         let Some(cut) = cut else {
             each(0, g.len, &mut |b| {
@@ -507,7 +637,7 @@ impl PiFile {
         first?;
         second?;
         if !ix.join(rest) {
-            return PiFile::read_split(path, u64::MAX);
+            return PiFile::read_cut(path, &|_| None);
         }
         Ok(ix)
     }
@@ -550,7 +680,7 @@ impl PiFile {
         };
         for j in 0..b.len() as u32 {
             let i = n1 + j;
-            let line = b.metas[j as usize].line();
+            let line = b.meta(j).line();
             if b.parents[j as usize] == NAMED {
                 let start = match j {
                     0 => 0,
@@ -567,7 +697,10 @@ impl PiFile {
             }
             match self.ids.push(b.ids.get(j)) {
                 Ok(Some(was)) => {
-                    let at = self.metas[was as usize].line();
+                    let at = match was.checked_sub(n1) {
+                        Some(k) => b.meta(k).line(),
+                        None => self.meta(was).line(),
+                    };
                     warn(&mut resolved, line, used_twice(b.ids.get(j), at));
                 }
                 Ok(None) => {}
@@ -599,7 +732,7 @@ impl PiFile {
         for s in &mut b.said {
             s.entry += n1;
         }
-        self.metas.append(&mut b.metas);
+        self.metas.append(std::mem::take(&mut b.metas));
         self.parents.append(&mut b.parents);
         self.times.append(&mut b.times);
         self.kinds.append(&mut b.kinds);
@@ -625,7 +758,7 @@ impl PiFile {
             return Ok(false);
         }
         let mut file = g.file;
-        if let Some(last) = self.metas.last() {
+        if let Some(last) = self.last_meta() {
             let (off, len) = (last.offset(), last.len() as usize);
             let mut buf = vec![0u8; len];
             file.seek(SeekFrom::Start(off))
@@ -677,6 +810,16 @@ impl PiFile {
         if let Some(so_far) = self.oversize.take() {
             self.skip_line(so_far);
         } else if !self.pending.is_empty() {
+            let line = std::mem::take(&mut self.pending);
+            self.add_line(&line, 0);
+        }
+    }
+
+    /// A live read's end: a last line without its newline is taken when
+    /// it parses whole, as [`PiFile::finish`] takes it (else it waits
+    /// for its rest); one past the cap waits for its end.
+    pub fn settle(&mut self) {
+        if self.oversize.is_none() && !self.pending.is_empty() {
             let line = std::mem::take(&mut self.pending);
             self.add_line(&line, 0);
         }
@@ -882,7 +1025,7 @@ impl PiFile {
             match self.ids.push(id) {
                 Ok(None) => {}
                 Ok(Some(was)) => {
-                    let at = self.metas[was as usize].line();
+                    let at = self.meta(was).line();
                     self.warn(used_twice(id, at));
                 }
                 Err(()) => {
@@ -1140,5 +1283,63 @@ mod tests {
         let mut f = PiFile::read(&path).unwrap();
         std::fs::write(&path, text.replace("\"x\"", "\"y\"")).unwrap();
         assert!(!f.read_more().unwrap());
+    }
+
+    fn same_read(a: &PiFile, b: &PiFile) -> bool {
+        a.same_entries(b)
+            && a.warnings == b.warnings
+            && a.dropped_warnings == b.dropped_warnings
+            && a.lines == b.lines
+            && a.bytes == b.bytes
+            && a.header == b.header
+            && a.pending == b.pending
+    }
+
+    /// A file cut at every line start reads as one read in one go: the
+    /// fixtures, and a damaged one (missing parents, a cycle, duplicate
+    /// ids across the halves, bad lines, a second header, an id-less
+    /// entry, a torn last line, warnings past the cap).
+    #[test]
+    fn a_file_read_in_two_halves_is_the_file_read_in_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut files = crate::sources::pi::fast::tests::fixture_files();
+        let mut text = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
+        for i in 0..150 {
+            let p = if i == 0 { "null".to_string() } else { format!("\"e{}\"", i - 1) };
+            text.push_str(&format!("{{\"type\":\"message\",\"id\":\"e{i}\",\"parentId\":{p},\"timestamp\":\"2026-12-04T12:00:{:02}Z\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"toolCall\",\"id\":\"c{i}\",\"name\":\"bash\"}}]}}}}\n", i % 60));
+            match i % 7 {
+                0 => text.push_str(&format!("{{\"type\":\"message\",\"id\":\"d{i}\",\"parentId\":\"nope{i}\"}}\n")),
+                1 => text.push_str("not json\n\n"),
+                2 => text.push_str(&format!("{{\"type\":\"message\",\"id\":\"e{}\",\"parentId\":\"e{i}\"}}\n", i / 2)),
+                3 => text.push_str("{\"type\":\"session\",\"version\":3,\"id\":\"t\"}\n"),
+                4 => text.push_str(&format!("{{\"type\":\"label\",\"id\":\"l{i}\",\"parentId\":\"e{i}\",\"targetId\":\"e1\",\"label\":\"x{i}\"}}\n")),
+                5 => text.push_str(&format!("{{\"type\":\"message\",\"id\":\"x{i}\",\"parentId\":\"y{i}\"}}\n{{\"type\":\"message\",\"id\":\"y{i}\",\"parentId\":\"x{i}\"}}\n")),
+                _ => text.push_str("{\"type\":\"message\",\"id\":\"e3\",\"parentId\":\"e2\",\"x\":\"\u{1}\"}\r\n"),
+            }
+        }
+        let damaged = tmp.path().join("damaged.jsonl");
+        std::fs::write(&damaged, format!("{text}{{\"type\":\"message\",\"id\":\"torn\",\"par")).unwrap();
+        let idless = tmp.path().join("idless.jsonl");
+        std::fs::write(&idless, format!("{text}{{\"type\":\"message\",\"parentId\":\"e5\"}}\n{{\"type\":\"message\",\"id\":\"z\"}}\n")).unwrap();
+        files.extend([damaged, idless]);
+        for path in files {
+            let whole = PiFile::read_cut(&path, &|_| None).unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            let starts = std::iter::once(0).chain(memchr::memchr_iter(b'\n', &bytes).map(|i| i as u64 + 1));
+            for at in starts {
+                let split = PiFile::read_cut(&path, &|_| Some(at)).unwrap();
+                assert!(
+                    same_read(&split, &whole),
+                    "{} cut at {at}: {} {} {:?} {:?}\n{:#?}\n{:#?}",
+                    path.display(),
+                    split.same_entries(&whole),
+                    split.dropped_warnings == whole.dropped_warnings,
+                    (split.lines, split.bytes, split.len()),
+                    (whole.lines, whole.bytes, whole.len()),
+                    split.warnings.iter().zip(&whole.warnings).find(|(a, b)| a != b),
+                    (split.warnings.len(), whole.warnings.len())
+                );
+            }
+        }
     }
 }

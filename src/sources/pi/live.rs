@@ -64,3 +64,126 @@ impl Follower for PiFollower {
         &self.dirs
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::worldline::Session;
+    use std::io::Write;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self, max: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            1 + (self.0 % max as u64) as usize
+        }
+    }
+
+    fn first_diff(a: &Session, b: &Session) -> String {
+        let (a, b) = (format!("{a:#?}"), format!("{b:#?}"));
+        let at = a
+            .lines()
+            .zip(b.lines())
+            .position(|(x, y)| x != y)
+            .unwrap_or(0);
+        let show = |s: &str| s.lines().skip(at.saturating_sub(6)).take(14).collect::<Vec<_>>().join("\n");
+        format!("at line {at}:\n--- follower\n{}\n--- whole\n{}", show(&a), show(&b))
+    }
+
+    /// Writes `bytes` to `path` in random pieces (lines cut anywhere);
+    /// after each, the follower's snapshot (built from the last one) is
+    /// the session read whole. Returns (snapshots, grown, rebuilt).
+    fn follow(path: &Path, bytes: &[u8], seed: u64, max: usize) -> (usize, usize, usize) {
+        std::fs::write(path, b"").unwrap();
+        let mut f = PiFollower::new(path);
+        let mut rng = Rng(seed);
+        let mut prev: Option<Session> = None;
+        let (mut at, mut n) = (0, 0);
+        while at < bytes.len() {
+            let end = (at + rng.next(max)).min(bytes.len());
+            let mut out = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            out.write_all(&bytes[at..end]).unwrap();
+            drop(out);
+            at = end;
+            // The stamp may not see a change within one mtime tick: the
+            // length changes, so it does.
+            let mut errors = Vec::new();
+            if !f.refresh(Instant::now(), &mut errors).changed {
+                continue;
+            }
+            assert!(errors.is_empty(), "{errors:?}");
+            let (parts, fresh) = f.parts().unwrap();
+            let live = Session::build_from(parts, prev.as_ref().filter(|_| !fresh));
+            let whole = Session::build(super::super::parts(path, Reading::default()).unwrap());
+            assert!(
+                live == whole,
+                "{} after {at} of {} bytes: {}",
+                path.display(),
+                bytes.len(),
+                first_diff(&live, &whole)
+            );
+            prev = Some(live);
+            n += 1;
+        }
+        (n, f.kept.as_ref().map_or(0, |k| k.grown), f.kept.as_ref().map_or(0, |k| k.rebuilt))
+    }
+
+    #[test]
+    fn every_fixture_followed_in_pieces_reads_as_whole_and_mostly_grows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (mut grown, mut rebuilt) = (0, 0);
+        for (k, src) in crate::sources::pi::fast::tests::fixture_files().iter().enumerate() {
+            let bytes = std::fs::read(src).unwrap();
+            let dir = tmp.path().join(format!("f{k}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join(src.file_name().unwrap());
+            for seed in [1u64, 7, 99] {
+                for max in [40, 400, 4000] {
+                    let (_, g, r) = follow(&path, &bytes, seed * 31 + max as u64, max);
+                    grown += g;
+                    rebuilt += r;
+                }
+            }
+        }
+        assert!(grown > 2 * rebuilt, "{grown} grown, {rebuilt} built whole");
+    }
+
+    #[test]
+    fn a_session_with_branches_labels_and_bad_lines_followed_in_pieces_reads_as_whole() {
+        let mut text = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"cwd\":\"/w\"}\n");
+        let mut last = "null".to_string();
+        let mut ends: Vec<String> = Vec::new();
+        for i in 0..80 {
+            if i % 13 == 12 {
+                last = ends[ends.len() - 3].clone();
+            }
+            let me = format!("\"e{i}\"");
+            let (ty, rest) = match i % 5 {
+                0 => ("message", "\"message\":{\"role\":\"user\",\"content\":\"hi\"}".to_string()),
+                1 => ("message", format!("\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"toolCall\",\"id\":\"c{i}\",\"name\":\"bash\"}}]}}")),
+                2 => ("message", format!("\"message\":{{\"role\":\"toolResult\",\"toolCallId\":\"c{}\",\"content\":[]}}", i - 1)),
+                3 => ("label", "\"targetId\":\"e0\",\"label\":\"x\"".to_string()),
+                _ => ("model_change", "\"provider\":\"p\",\"modelId\":\"m\"".to_string()),
+            };
+            text.push_str(&format!("{{\"type\":\"{ty}\",\"id\":{me},\"parentId\":{last},\"timestamp\":\"2026-12-04T12:00:00Z\",{rest}}}\n"));
+            if i % 17 == 16 {
+                text.push_str("not json\n{\"type\":\"message\",\"id\":\"e3\",\"parentId\":\"zz\"}\n");
+            }
+            ends.push(me.clone());
+            last = me;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("2026-12-04T12-00-00-000Z_s.jsonl");
+        for seed in [3u64, 5, 11] {
+            for max in [30, 300] {
+                let (n, grown, rebuilt) = follow(&path, text.as_bytes(), seed, max);
+                assert!(
+                    n > 10 && grown > 2 * rebuilt,
+                    "seed {seed}: {n} snapshots, {grown} grown, {rebuilt} built whole"
+                );
+            }
+        }
+    }
+}

@@ -22,15 +22,16 @@ use crate::sources::{Lineage, LinkKind, Pos, Reading, SessionLink, SessionSummar
 
 /// Reads a session file and everything it links to.
 pub fn parts(path: &Path, reading: Reading) -> Result<crate::sources::SessionParts> {
-    let f = PiFile::read(path)?;
+    let mut f = PiFile::read(path)?;
     let t = tree::build(&f);
     let lineage = lineage(&f, &t, &Home::from_env());
     Ok(parts::session_parts(
-        &f,
+        &mut f,
         &t,
         lineage,
         reading.times,
         &mut Vec::new(),
+        true,
     ))
 }
 
@@ -44,14 +45,17 @@ type Origin = (Option<String>, String, PathBuf, String);
 pub struct Kept {
     file: PiFile,
     tree: tree::Tree,
-    /// The source's `(after, session, path, file name)`, once looked for.
-    source: Option<Option<Origin>>,
+    /// The source's `(after, session, path, file name)`, once looked for
+    /// after the header came, and the entries read then.
+    source: Option<(Option<Origin>, usize)>,
     /// Forks found beside it: path → `(after, session)`.
     forks: Vec<(PathBuf, Option<String>, String)>,
     /// Each world line's records as last handed out.
     lines: Vec<parts::LineCache>,
-    /// Refreshes that grew the tree rather than building it whole.
+    /// Refreshes that grew the tree rather than building it whole, and
+    /// those that built it whole.
     pub grown: usize,
+    pub rebuilt: usize,
 }
 
 impl Kept {
@@ -65,6 +69,7 @@ impl Kept {
             forks: Vec::new(),
             lines: Vec::new(),
             grown: 0,
+            rebuilt: 0,
         })
     }
 }
@@ -88,17 +93,20 @@ pub fn parts_live(
             match k.file.read_more()? {
                 true => {
                     anew = false;
+                    k.file.settle();
                     if k.file.len() != n0 {
                         if k.tree.grow(&k.file, n0) {
                             k.grown += 1;
                         } else {
                             k.tree = tree::build(&k.file);
+                            k.rebuilt += 1;
                         }
                     }
                     k
                 }
                 false => Kept {
                     grown: k.grown,
+                    rebuilt: k.rebuilt + 1,
                     ..Kept::read(path)?
                 },
             }
@@ -106,14 +114,32 @@ pub fn parts_live(
         None => Kept::read(path)?,
     };
     let home = Home::from_env();
-    let (f, t) = (&kept.file, &kept.tree);
-    if kept.source.is_none() {
-        kept.source = Some(source_of(f, &home));
+    let Kept {
+        file,
+        tree: t,
+        lines,
+        source,
+        forks: known,
+        ..
+    } = &mut kept;
+    let f = &*file;
+    // Looked for again while the fork's copied entries may still be
+    // coming: no shared entry yet, or the last shared one was the last.
+    let stale = match source {
+        None => f.header.is_some(),
+        Some((found, n)) => {
+            f.len() != *n
+                && found.as_ref().is_some_and(|(after, ..)| {
+                    after.is_none() || after.as_deref() == n.checked_sub(1).map(|i| f.id(i as u32))
+                })
+        }
+    };
+    if stale {
+        *source = Some((source_of(f, &home), f.len()));
     }
-    let forked_from = kept
-        .source
+    let forked_from = source
         .clone()
-        .flatten()
+        .and_then(|(found, _)| found)
         .map(|(after, session, dir, name)| {
             let mut l = link(f, t, after, session, dir);
             l.source_file = name;
@@ -121,20 +147,20 @@ pub fn parts_live(
         });
     let mut forks = Vec::new();
     for p in forks_beside(f) {
-        let found = kept.forks.iter().find(|(q, ..)| *q == p).cloned();
+        let found = known.iter().find(|(q, ..)| *q == p).cloned();
         let (after, session) = match found {
             Some((_, after, session)) => (after, session),
             None => {
                 let Ok(fork) = PiFile::read(&p) else { continue };
                 let got = (last_shared(&fork, f), parts::session_id(&fork));
-                kept.forks.push((p.clone(), got.0.clone(), got.1.clone()));
+                known.push((p.clone(), got.0.clone(), got.1.clone()));
                 got
             }
         };
         forks.push(link(f, t, after, session, p));
     }
     let lineage = Lineage { forked_from, forks };
-    let out = parts::session_parts(f, t, lineage, reading.times, &mut kept.lines);
+    let out = parts::session_parts(file, t, lineage, reading.times, lines, false);
     *state = Some(kept);
     Ok((out, anew))
 }

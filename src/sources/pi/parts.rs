@@ -15,6 +15,8 @@ use crate::sources::{
 
 /// Characters of a prompt or summary kept as a world line's reason.
 const PROMPT_CHARS: usize = 400;
+/// A line's first own entries looked through for its reason.
+const REASON_ENTRIES: usize = 64;
 
 /// A world line's records as last handed out, kept by a live follower: a
 /// line that only grew gets the new records pushed onto the same storage
@@ -31,74 +33,22 @@ pub struct LineCache {
 /// Builds the parts of a read file; `lineage` is found on disk beside it.
 /// Without `times` (`tree --format json`) no record times are handed over.
 /// `cache`: the lines of the last call on the same file (empty: none).
+/// `take`: the file is read once (not followed): its record index entries
+/// move into the world lines' records rather than being copied.
 pub fn session_parts(
-    f: &PiFile,
+    f: &mut PiFile,
     tree: &Tree,
     lineage: Lineage,
     times: bool,
     cache: &mut Vec<LineCache>,
+    take: bool,
 ) -> SessionParts {
     let want_times = times;
-    let mut files = Vec::with_capacity(tree.lines.len());
+    let old = std::mem::take(cache);
+    // What each line says first, while every entry's meta is at hand.
     let mut forks = Vec::with_capacity(tree.lines.len());
     let mut lines = Vec::with_capacity(tree.lines.len());
-    let mut times = Vec::with_capacity(tree.lines.len());
-    let old = std::mem::take(cache);
     for (k, l) in tree.lines.iter().enumerate() {
-        // Only a line's own records are timed: its shared prefix is its
-        // parent's (the builder reads times from `shared` on).
-        let own_from = l.after.map_or(0, |a| tree.depth[a as usize] as usize + 1);
-        let time = |r: usize, i: u32| (r >= own_from).then(|| f.time(i)).flatten();
-        let grown = old
-            .get(k)
-            .filter(|c| c.start == l.start)
-            .and_then(|c| Some((c, suffix_after(f, tree, l.leaf, c.leaf)?)));
-        // Records after `records`, pushed onto it with their times.
-        let push_own = |mut records: Records, mut when: Times, new: &[u32]| {
-            for &i in new {
-                if want_times {
-                    when.set(records.len(), time(records.len(), i));
-                }
-                records.push(f.meta(i).clone());
-            }
-            (records, when)
-        };
-        let (records, when) = match grown {
-            Some((c, new)) => push_own(c.records.clone(), c.times.clone(), &new),
-            None => {
-                // A branch holds its parent's records up to the fork as
-                // they are (shared storage) and stores only its own.
-                let base = match (l.parent, l.after) {
-                    (Some(p), Some(a)) => files
-                        .get(p)
-                        .map(|pf: &FileIndex| {
-                            pf.records.prefix(tree.depth[a as usize] as usize + 1)
-                        })
-                        .filter(|b| b.len() == tree.depth[l.start as usize] as usize),
-                    _ => None,
-                };
-                match base {
-                    Some(base) => push_own(base, Times::default(), &own_path(f, tree, l)),
-                    None => push_own(Records::new(), Times::default(), &tree.path(f, k)),
-                }
-            }
-        };
-        cache.push(LineCache {
-            start: l.start,
-            leaf: l.leaf,
-            records: records.clone(),
-            times: when.clone(),
-            reason: None,
-        });
-        times.push(when);
-        files.push(FileIndex {
-            name: f.name.clone(),
-            path: f.path.clone(),
-            records,
-            warnings: Vec::new(),
-            bytes: f.bytes,
-            dropped_warnings: 0,
-        });
         forks.push(match (l.parent, l.after) {
             (Some(p), Some(a)) => LineFork::Explicit {
                 parent: p,
@@ -106,15 +56,17 @@ pub fn session_parts(
             },
             _ => LineFork::Root,
         });
-        // What started it never changes: worked out once per line.
-        let prompt = match old.get(k).filter(|c| c.start == l.start) {
-            Some(c) => c.reason.clone(),
-            None if l.parent.is_some() => reason(f, &own_path(f, tree, l)),
-            None => None,
+        // What started it is among its first own entries: worked out
+        // again only while none was found among fewer than those.
+        let own = |leaf: u32| {
+            let d = |i: u32| tree.depth.get(i as usize).copied().unwrap_or(0);
+            (d(leaf) + 1).saturating_sub(d(l.start)) as usize
         };
-        if let Some(c) = cache.last_mut() {
-            c.reason = prompt.clone();
-        }
+        let prompt = match old.get(k).filter(|c| c.start == l.start) {
+            Some(c) if c.reason.is_some() || own(c.leaf) >= REASON_ENTRIES => c.reason.clone(),
+            _ if l.parent.is_some() => reason(f, &own_path(f, tree, l)),
+            _ => None,
+        };
         lines.push(LineInfo {
             // Named by its first own entry: a live line keeps its name
             // while it grows (its leaf moves on).
@@ -149,6 +101,70 @@ pub fn session_parts(
             })
         })
         .collect();
+    let labels = labels(f, tree);
+    let title = title(f);
+    let id = session_id(f);
+    if take {
+        f.plan_takes(|i| tree.owner_of(i).is_some());
+    }
+    let mut files = Vec::with_capacity(tree.lines.len());
+    let mut times = Vec::with_capacity(tree.lines.len());
+    for (k, l) in tree.lines.iter().enumerate() {
+        // Only a line's own records are timed: its shared prefix is its
+        // parent's (the builder reads times from `shared` on).
+        let own_from = l.after.map_or(0, |a| tree.depth[a as usize] as usize + 1);
+        let grown = old
+            .get(k)
+            .filter(|c| c.start == l.start)
+            .and_then(|c| Some((c, suffix_after(f, tree, l.leaf, c.leaf)?)));
+        let (mut records, mut when, new) = match grown {
+            Some((c, new)) => (c.records.clone(), c.times.clone(), new),
+            None => {
+                // A branch holds its parent's records up to the fork as
+                // they are (shared storage) and stores only its own.
+                let base = match (l.parent, l.after) {
+                    (Some(p), Some(a)) => files
+                        .get(p)
+                        .map(|pf: &FileIndex| {
+                            pf.records.prefix(tree.depth[a as usize] as usize + 1)
+                        })
+                        .filter(|b| b.len() == tree.depth[l.start as usize] as usize),
+                    _ => None,
+                };
+                match base {
+                    Some(base) => (base, Times::default(), own_path(f, tree, l)),
+                    None => (Records::new(), Times::default(), tree.path(f, k)),
+                }
+            }
+        };
+        // Records after `records`, pushed onto it with their times.
+        for i in new {
+            let r = records.len();
+            if want_times {
+                when.set(r, (r >= own_from).then(|| f.time(i)).flatten());
+            }
+            records.push(match take {
+                true => f.take_meta(i),
+                false => f.meta(i).clone(),
+            });
+        }
+        cache.push(LineCache {
+            start: l.start,
+            leaf: l.leaf,
+            records: records.clone(),
+            times: when.clone(),
+            reason: lines.get(k).and_then(|x: &LineInfo| x.prompt.clone()),
+        });
+        times.push(when);
+        files.push(FileIndex {
+            name: f.name.clone(),
+            path: f.path.clone(),
+            records,
+            warnings: Vec::new(),
+            bytes: f.bytes,
+            dropped_warnings: 0,
+        });
+    }
     let mut warnings = f.warnings.clone();
     if f.dropped_warnings > 0 {
         warnings.push(Warning {
@@ -173,12 +189,12 @@ pub fn session_parts(
         folded_undos: Vec::new(),
         parent_line: None,
         times,
-        labels: labels(f, tree),
+        labels,
     };
     SessionParts {
         dir: f.path.clone(),
-        id: session_id(f),
-        title: title(f),
+        id,
+        title,
         agents: vec![main],
         lineage,
         tool: Tool::Pi,
@@ -262,7 +278,7 @@ pub fn title(f: &PiFile) -> Option<String> {
 
 /// What started a branch: its summary, else its first prompt.
 fn reason(f: &PiFile, own: &[u32]) -> Option<String> {
-    for &i in own.iter().take(64) {
+    for &i in own.iter().take(REASON_ENTRIES) {
         match f.kind(i) {
             Kind::BranchSummary => {
                 let text = text_of(f, i)?;
