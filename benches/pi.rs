@@ -8,7 +8,8 @@
 //! cargo bench --bench pi
 //! Knobs (env): WORLDLINE_BENCH_PI_ENTRIES (1000000), WORLDLINE_BENCH_RUNS (3),
 //! WORLDLINE_BENCH_PI_BRANCH_EVERY (50000),
-//! WORLDLINE_BENCH_APPENDS (10 on the big session, 50 on the small one).
+//! WORLDLINE_BENCH_APPENDS (10 on the big session, 50 on the small one),
+//! WORLDLINE_BENCH_PI_SMALL (3000: the small session's entries).
 //! The big session is generated under /tmp/wl-perf/ once and copied to a
 //! temp dir for the live part (it appends).
 
@@ -282,7 +283,7 @@ fn main() {
     let small = tmp
         .path()
         .join("2026-12-04T12-00-00-000Z_01a24115-small.jsonl");
-    generate(&small, 1000);
+    let small_n = generate(&small, env_usize("WORLDLINE_BENCH_PI_SMALL", 3000));
     let big = tmp.path().join(file.file_name().expect("name"));
     std::fs::copy(&file, &big).expect("copy");
     let (si, mut sl) = live_appends(&small, env_usize("WORLDLINE_BENCH_APPENDS", 50));
@@ -291,13 +292,13 @@ fn main() {
     bl.sort();
     let p50 = |v: &[Duration]| v[v.len() / 2];
     println!(
-        "live  small session (1 000 entries): initial {:>6.0} ms, append → snapshot p50 {:>8.1} ms, max {:>8.1} ms",
+        "live  small session ({small_n} entries): initial {:>6.0} ms, append → snapshot p50 {:>8.1} ms, max {:>8.1} ms",
         ms(si),
         ms(p50(&sl)),
         ms(*sl.last().expect("n"))
     );
     println!(
-        "live  big session ({entries} entries): initial {:>6.0} ms, append → snapshot p50 {:>8.1} ms, max {:>8.1} ms ({:.0}× the small one)",
+        "live  big session ({entries} entries): initial {:>6.0} ms, append → snapshot p50 {:>8.1} ms, max {:>8.1} ms ({:.1}× the small one)",
         ms(bi),
         ms(p50(&bl)),
         ms(*bl.last().expect("n")),

@@ -117,11 +117,18 @@ impl Ids {
         self.text.get(start..self.ends[i] as usize).unwrap_or("")
     }
 
+    /// Where `id`'s probe starts (the hash's top bits), and its slot
+    /// word without the entry: the hash's high half, whose top bits are
+    /// the start again, so the table grows without reading an id.
+    fn home(&self, h: u64) -> (usize, u64) {
+        let bits = self.slots.len().trailing_zeros();
+        ((h >> (64 - bits)) as usize, h & !0xffff_ffff)
+    }
+
     /// The slot holding `id`, else the empty one where it would go.
     fn slot(&self, id: &str, h: u64) -> usize {
         let mask = self.slots.len() - 1;
-        let fp = h & !0xffff_ffff;
-        let mut at = h as usize & mask;
+        let (mut at, fp) = self.home(h);
         loop {
             let s = self.slots[at];
             if s == EMPTY || (s & !0xffff_ffff == fp && self.get(s as u32) == id) {
@@ -153,7 +160,8 @@ impl Ids {
         }
         let h = id_hash(id);
         let at = self.slot(id, h);
-        let was = std::mem::replace(&mut self.slots[at], (h & !0xffff_ffff) | u64::from(i));
+        let word = self.home(h).1 | u64::from(i);
+        let was = std::mem::replace(&mut self.slots[at], word);
         if was == EMPTY {
             self.used += 1;
             return Ok(None);
@@ -165,8 +173,7 @@ impl Ids {
         let old = std::mem::replace(&mut self.slots, vec![EMPTY; cap]);
         let mask = cap - 1;
         for s in old.into_iter().filter(|&s| s != EMPTY) {
-            let h = id_hash(self.get(s as u32));
-            let mut at = h as usize & mask;
+            let mut at = self.home(s).0;
             while self.slots[at] != EMPTY {
                 at = (at + 1) & mask;
             }
@@ -210,6 +217,8 @@ pub struct PiFile {
     deferred: Option<Deferred>,
     /// Lines before this half (a split read's second half).
     first_line: u32,
+    /// Entry times are not kept (an output without them).
+    timeless: bool,
 }
 
 /// A line as serde reads it (the fallback of [`super::fast`]).
@@ -517,7 +526,7 @@ impl PiFile {
 
     /// Unix seconds.
     pub fn time(&self, i: u32) -> Option<f64> {
-        Some(self.times[i as usize]).filter(|t| !t.is_nan())
+        self.times.get(i as usize).copied().filter(|t| !t.is_nan())
     }
 
     pub fn kind(&self, i: u32) -> Kind {
@@ -552,18 +561,36 @@ impl PiFile {
     /// first line start past the middle, its parents resolved when the
     /// halves are joined): the same index as reading it in one go.
     pub fn read(path: &Path) -> crate::Result<PiFile> {
-        PiFile::read_split(path, SPLIT_MIN)
+        PiFile::read_for(path, true)
     }
 
-    /// [`PiFile::read`], splitting files of at least `min` bytes.
-    pub fn read_split(path: &Path, min: u64) -> crate::Result<PiFile> {
+    /// [`PiFile::read`]; without `times` no entry's time is kept.
+    pub fn read_for(path: &Path, times: bool) -> crate::Result<PiFile> {
         let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-        PiFile::read_cut(path, &|len| (len >= min && two).then_some(len / 2))
+        PiFile::read_cut(path, times, &|len| (len >= SPLIT_MIN && two).then_some(len / 2))
+    }
+
+    /// Room for the entries `bytes` of a file can hold (a line is at
+    /// least ~64 bytes): reserved, not touched, so the arrays never move
+    /// while they fill (a moved one leaves its old pages behind).
+    fn reserve_for(&mut self, bytes: u64) {
+        let n = usize::try_from(bytes / 64).unwrap_or(usize::MAX).min(1 << 27);
+        self.parents.reserve_exact(n);
+        self.kinds.reserve_exact(n);
+        if !self.timeless {
+            self.times.reserve_exact(n);
+        }
+        self.ids.ends.reserve_exact(n);
+        self.ids.text.reserve_exact(n.saturating_mul(12));
     }
 
     /// Reads a file split at the first line start from where `at` says
     /// (given the file's length), if any.
-    fn read_cut(path: &Path, at: &dyn Fn(u64) -> Option<u64>) -> crate::Result<PiFile> {
+    fn read_cut(
+        path: &Path,
+        times: bool,
+        at: &dyn Fn(u64) -> Option<u64>,
+    ) -> crate::Result<PiFile> {
         use std::os::unix::fs::FileExt;
         let g = crate::read::guard::open_regular(path).map_err(|e| match e {
             crate::read::guard::GuardError::NotFound => crate::Error::NotFound {
@@ -597,6 +624,8 @@ impl PiFile {
         };
         let mut ix = PiFile::new(name.clone(), path);
         ix.ino = inode(file);
+        ix.timeless = !times;
+        ix.reserve_for(g.len);
         let cut = match at(g.len) {
             Some(at) => next_line_start(file, at, g.len).map_err(io)?,
             None => None,
@@ -613,6 +642,8 @@ impl PiFile {
         rest.bytes = cut;
         rest.started = true;
         rest.deferred = Some(Deferred::default());
+        rest.timeless = ix.timeless;
+        rest.reserve_for(g.len - cut);
         let (first, second) = std::thread::scope(|t| {
             let h = t.spawn(|| {
                 // Its lines are numbered on from the first half's.
@@ -637,7 +668,7 @@ impl PiFile {
         first?;
         second?;
         if !ix.join(rest) {
-            return PiFile::read_cut(path, &|_| None);
+            return PiFile::read_cut(path, times, &|_| None);
         }
         Ok(ix)
     }
@@ -681,7 +712,9 @@ impl PiFile {
         for j in 0..b.len() as u32 {
             let i = n1 + j;
             let line = b.meta(j).line();
-            if b.parents[j as usize] == NAMED {
+            if b.parents[j as usize] < NAMED {
+                b.parents[j as usize] += n1;
+            } else if b.parents[j as usize] == NAMED {
                 let start = match j {
                     0 => 0,
                     _ => d.ends[j as usize - 1] as usize,
@@ -950,6 +983,10 @@ impl PiFile {
         let parent = if let Some(d) = &mut self.deferred {
             // The second half of a split read: resolved at the join.
             let p = match &rec.parent_id {
+                // The entry before, in this half (its index in the half).
+                Some(Some(p)) if prev.is_some_and(|i| self.ids.get(i) == p.as_ref()) => {
+                    prev.unwrap_or(NONE)
+                }
                 Some(Some(p)) => {
                     d.text.push_str(p);
                     NAMED
@@ -970,6 +1007,8 @@ impl PiFile {
             p
         } else {
             let parent = match &rec.parent_id {
+                // Most entries follow the one before: no probe for it.
+                Some(Some(p)) if prev.is_some_and(|i| self.ids.get(i) == p.as_ref()) => prev,
                 Some(Some(p)) => match self.ids.find(p) {
                     Some(i) => Some(i),
                     None => {
@@ -1043,8 +1082,10 @@ impl PiFile {
         }
         self.metas.push(meta);
         self.parents.push(parent);
-        self.times
-            .push(rec.timestamp.as_deref().and_then(parse_iso).unwrap_or(f64::NAN));
+        if !self.timeless {
+            self.times
+                .push(rec.timestamp.as_deref().and_then(parse_iso).unwrap_or(f64::NAN));
+        }
         self.kinds.push(kind);
     }
 }
@@ -1091,7 +1132,12 @@ fn inode(f: &std::fs::File) -> u64 {
 /// The index entry's role, tool calls and marker.
 fn record_parts(ty: &str, kind: Kind, msg: Option<&MsgFields>) -> RecordParts {
     let mut parts = RecordParts {
-        role: Role::Other(ty.into()),
+        role: match kind {
+            Kind::Message | Kind::Compaction | Kind::BranchSummary | Kind::CustomMessage => {
+                Role::System
+            }
+            _ => Role::Other(ty.into()),
+        },
         checkpoint: None,
         tokens: None,
         tool_calls: Vec::new(),
@@ -1323,11 +1369,11 @@ mod tests {
         std::fs::write(&idless, format!("{text}{{\"type\":\"message\",\"parentId\":\"e5\"}}\n{{\"type\":\"message\",\"id\":\"z\"}}\n")).unwrap();
         files.extend([damaged, idless]);
         for path in files {
-            let whole = PiFile::read_cut(&path, &|_| None).unwrap();
+            let whole = PiFile::read_cut(&path, true, &|_| None).unwrap();
             let bytes = std::fs::read(&path).unwrap();
             let starts = std::iter::once(0).chain(memchr::memchr_iter(b'\n', &bytes).map(|i| i as u64 + 1));
             for at in starts {
-                let split = PiFile::read_cut(&path, &|_| Some(at)).unwrap();
+                let split = PiFile::read_cut(&path, true, &|_| Some(at)).unwrap();
                 assert!(
                     same_read(&split, &whole),
                     "{} cut at {at}: {} {} {:?} {:?}\n{:#?}\n{:#?}",

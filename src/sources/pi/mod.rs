@@ -22,7 +22,7 @@ use crate::sources::{Lineage, LinkKind, Pos, Reading, SessionLink, SessionSummar
 
 /// Reads a session file and everything it links to.
 pub fn parts(path: &Path, reading: Reading) -> Result<crate::sources::SessionParts> {
-    let mut f = PiFile::read(path)?;
+    let mut f = PiFile::read_for(path, reading.times)?;
     let t = tree::build(&f);
     let lineage = lineage(&f, &t, &Home::from_env());
     Ok(parts::session_parts(

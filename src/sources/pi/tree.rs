@@ -7,9 +7,6 @@
 //! parent is the earliest line holding its fork point. `current` is the
 //! line holding the file's last entry (where Pi resumes).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use super::file::{PiFile, NONE as ROOT};
 
 /// One world line: its own entries (`start..` down to `leaf`).
@@ -104,25 +101,9 @@ pub fn build(f: &PiFile) -> Tree {
     let parent = |i: usize| Some(parents[i]).filter(|&p| p != ROOT);
     let n = parents.len();
     let mut depth = vec![0u32; n];
-    // Children in file order, as one flat list (CSR): a session of a
-    // million entries costs two arrays, not a million vectors.
-    let mut counts = vec![0u32; n + 1];
     for i in 0..n {
         if let Some(p) = parent(i) {
             depth[i] = depth[p as usize] + 1;
-            counts[p as usize] += 1;
-        }
-    }
-    let mut first = vec![0u32; n + 1];
-    for i in 0..n {
-        first[i + 1] = first[i] + counts[i];
-    }
-    let mut fill = first.clone();
-    let mut kids = vec![0u32; first[n] as usize];
-    for i in 0..n {
-        if let Some(p) = parent(i) {
-            kids[fill[p as usize] as usize] = i as u32;
-            fill[p as usize] += 1;
         }
     }
     // Per subtree: does it hold anything but bookkeeping, and its latest
@@ -137,16 +118,37 @@ pub fn build(f: &PiFile) -> Tree {
             latest[p] = latest[p].max(latest[i]);
         }
     }
-    let children = |i: u32| &kids[first[i as usize] as usize..first[i as usize + 1] as usize];
+    // Where a line goes on from each entry: its earliest child with
+    // content, else (a tip) the child whose subtree was written last; its
+    // later children with content start lines of their own. One array,
+    // not lists of children: a million entries cost 4 MB here.
+    let mut next = vec![NONE; n];
+    let mut starts: Vec<u32> = Vec::new();
+    for i in 0..n {
+        let Some(p) = parent(i) else { continue };
+        let (p, cur) = (p as usize, next[p as usize]);
+        let cur_content = cur != NONE && content[cur as usize];
+        if content[i] {
+            if cur_content {
+                starts.push(i as u32);
+            } else {
+                next[p] = i as u32;
+            }
+        } else if cur == NONE || (!cur_content && latest[i] > latest[cur as usize]) {
+            next[p] = i as u32;
+        }
+    }
     let roots: Vec<u32> = (0..n as u32)
         .filter(|&i| parent(i as usize).is_none())
         .collect();
-    // Starts of lines still to walk, earliest first.
-    let mut heap: BinaryHeap<Reverse<u32>> = BinaryHeap::new();
-    push_branches(&roots, &content, &latest, &mut heap);
+    push_branches(&roots, &content, &latest, &mut starts);
+    drop(latest);
+    // Every entry with content is on a line, so each such child is a
+    // start; a line's start comes after the start of the line it leaves.
+    starts.sort_unstable();
     let mut owner = vec![NONE; n];
     let mut lines = Vec::new();
-    while let Some(Reverse(start)) = heap.pop() {
+    for start in starts {
         let k = lines.len() as u32;
         let after = parent(start as usize);
         let parent = after.and_then(|a| {
@@ -156,21 +158,9 @@ pub fn build(f: &PiFile) -> Tree {
         let mut at = start;
         loop {
             owner[at as usize] = k;
-            let kids = children(at);
-            let mut real = kids.iter().copied().filter(|&c| content[c as usize]);
-            let next = match real.next() {
-                Some(c) => {
-                    for other in real {
-                        heap.push(Reverse(other));
-                    }
-                    Some(c)
-                }
-                // The tip: its tail is the bookkeeping written last.
-                None => kids.iter().copied().max_by_key(|&c| latest[c as usize]),
-            };
-            match next {
-                Some(c) => at = c,
-                None => break,
+            match next[at as usize] {
+                NONE => break,
+                c => at = c,
             }
         }
         lines.push(Line {
@@ -199,23 +189,13 @@ pub fn build(f: &PiFile) -> Tree {
     }
 }
 
-/// Roots (or children) that start lines: those holding content, else
-/// (no content anywhere among them) the one written last.
-fn push_branches(
-    nodes: &[u32],
-    content: &[bool],
-    latest: &[u32],
-    heap: &mut BinaryHeap<Reverse<u32>>,
-) {
-    let mut any = false;
-    for &r in nodes.iter().filter(|&&r| content[r as usize]) {
-        heap.push(Reverse(r));
-        any = true;
-    }
-    if !any {
-        if let Some(&r) = nodes.iter().max_by_key(|&&r| latest[r as usize]) {
-            heap.push(Reverse(r));
-        }
+/// Roots that start lines: those holding content, else (no content
+/// anywhere) the one whose subtree was written last.
+fn push_branches(roots: &[u32], content: &[bool], latest: &[u32], starts: &mut Vec<u32>) {
+    let before = starts.len();
+    starts.extend(roots.iter().filter(|&&r| content[r as usize]));
+    if starts.len() == before {
+        starts.extend(roots.iter().max_by_key(|&&r| latest[r as usize]));
     }
 }
 
@@ -293,5 +273,10 @@ mod tests {
         assert_eq!(t.current, None);
         let (f, t) = tree("r:-:b");
         assert_eq!(leaves(&f, &t), ["r"]);
+        // No content anywhere: the root whose subtree was written last,
+        // not the last root.
+        let (f, t) = tree("r1:-:b r2:-:b x:r1:b");
+        assert_eq!(leaves(&f, &t), ["x"]);
+        assert_eq!(t.current, Some(0));
     }
 }
