@@ -321,7 +321,8 @@ impl<'a> P<'a> {
                 let start = self.i;
                 self.number()?;
                 let digits = &self.b[start..self.i];
-                if !digits.iter().all(u8::is_ascii_digit) || (digits.len() > 1 && digits[0] == b'0') {
+                if !digits.iter().all(u8::is_ascii_digit) || (digits.len() > 1 && digits[0] == b'0')
+                {
                     return None;
                 }
                 std::str::from_utf8(digits).ok()?.parse().ok().map(Some)
@@ -426,7 +427,6 @@ impl<'a> P<'a> {
         }
     }
 }
-
 
 #[cfg(test)]
 pub(super) mod tests {

@@ -429,7 +429,9 @@ impl Metas {
         self.left = (0..self.chunks.len())
             .map(|c| {
                 let s = self.starts[c];
-                (s..s + self.chunks[c].len() as u32).filter(|&i| take(i)).count() as u32
+                (s..s + self.chunks[c].len() as u32)
+                    .filter(|&i| take(i))
+                    .count() as u32
             })
             .collect();
         for (c, &left) in self.chunks.iter_mut().zip(&self.left) {
@@ -545,7 +547,11 @@ impl PiFile {
     /// Every entry's index fields, for comparing two reads (tests).
     #[cfg(test)]
     pub(crate) fn same_entries(&self, o: &PiFile) -> bool {
-        let ids = |f: &PiFile| (0..f.len() as u32).map(|i| f.id(i).to_string()).collect::<Vec<_>>();
+        let ids = |f: &PiFile| {
+            (0..f.len() as u32)
+                .map(|i| f.id(i).to_string())
+                .collect::<Vec<_>>()
+        };
         let times = |f: &PiFile| f.times.iter().map(|t| t.to_bits()).collect::<Vec<_>>();
         self.metas.iter().eq(o.metas.iter())
             && self.parents == o.parents
@@ -567,14 +573,18 @@ impl PiFile {
     /// [`PiFile::read`]; without `times` no entry's time is kept.
     pub fn read_for(path: &Path, times: bool) -> crate::Result<PiFile> {
         let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-        PiFile::read_cut(path, times, &|len| (len >= SPLIT_MIN && two).then_some(len / 2))
+        PiFile::read_cut(path, times, &|len| {
+            (len >= SPLIT_MIN && two).then_some(len / 2)
+        })
     }
 
     /// Room for the entries `bytes` of a file can hold (a line is at
     /// least ~64 bytes): reserved, not touched, so the arrays never move
     /// while they fill (a moved one leaves its old pages behind).
     fn reserve_for(&mut self, bytes: u64) {
-        let n = usize::try_from(bytes / 64).unwrap_or(usize::MAX).min(1 << 27);
+        let n = usize::try_from(bytes / 64)
+            .unwrap_or(usize::MAX)
+            .min(1 << 27);
         self.parents.reserve_exact(n);
         self.kinds.reserve_exact(n);
         if !self.timeless {
@@ -648,7 +658,9 @@ impl PiFile {
             let h = t.spawn(|| {
                 // Its lines are numbered on from the first half's.
                 let mut lines = 0usize;
-                each(0, cut, &mut |b| lines += memchr::memchr_iter(b'\n', b).count())?;
+                each(0, cut, &mut |b| {
+                    lines += memchr::memchr_iter(b'\n', b).count()
+                })?;
                 rest.lines = u32::try_from(lines).unwrap_or(u32::MAX);
                 rest.first_line = rest.lines;
                 each(cut, g.len, &mut |b| {
@@ -1083,8 +1095,12 @@ impl PiFile {
         self.metas.push(meta);
         self.parents.push(parent);
         if !self.timeless {
-            self.times
-                .push(rec.timestamp.as_deref().and_then(parse_iso).unwrap_or(f64::NAN));
+            self.times.push(
+                rec.timestamp
+                    .as_deref()
+                    .and_then(parse_iso)
+                    .unwrap_or(f64::NAN),
+            );
         }
         self.kinds.push(kind);
     }
@@ -1351,7 +1367,11 @@ mod tests {
         let mut files = crate::sources::pi::fast::tests::fixture_files();
         let mut text = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
         for i in 0..150 {
-            let p = if i == 0 { "null".to_string() } else { format!("\"e{}\"", i - 1) };
+            let p = if i == 0 {
+                "null".to_string()
+            } else {
+                format!("\"e{}\"", i - 1)
+            };
             text.push_str(&format!("{{\"type\":\"message\",\"id\":\"e{i}\",\"parentId\":{p},\"timestamp\":\"2026-12-04T12:00:{:02}Z\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"toolCall\",\"id\":\"c{i}\",\"name\":\"bash\"}}]}}}}\n", i % 60));
             match i % 7 {
                 0 => text.push_str(&format!("{{\"type\":\"message\",\"id\":\"d{i}\",\"parentId\":\"nope{i}\"}}\n")),
@@ -1364,14 +1384,19 @@ mod tests {
             }
         }
         let damaged = tmp.path().join("damaged.jsonl");
-        std::fs::write(&damaged, format!("{text}{{\"type\":\"message\",\"id\":\"torn\",\"par")).unwrap();
+        std::fs::write(
+            &damaged,
+            format!("{text}{{\"type\":\"message\",\"id\":\"torn\",\"par"),
+        )
+        .unwrap();
         let idless = tmp.path().join("idless.jsonl");
         std::fs::write(&idless, format!("{text}{{\"type\":\"message\",\"parentId\":\"e5\"}}\n{{\"type\":\"message\",\"id\":\"z\"}}\n")).unwrap();
         files.extend([damaged, idless]);
         for path in files {
             let whole = PiFile::read_cut(&path, true, &|_| None).unwrap();
             let bytes = std::fs::read(&path).unwrap();
-            let starts = std::iter::once(0).chain(memchr::memchr_iter(b'\n', &bytes).map(|i| i as u64 + 1));
+            let starts =
+                std::iter::once(0).chain(memchr::memchr_iter(b'\n', &bytes).map(|i| i as u64 + 1));
             for at in starts {
                 let split = PiFile::read_cut(&path, true, &|_| Some(at)).unwrap();
                 assert!(
@@ -1382,7 +1407,11 @@ mod tests {
                     split.dropped_warnings == whole.dropped_warnings,
                     (split.lines, split.bytes, split.len()),
                     (whole.lines, whole.bytes, whole.len()),
-                    split.warnings.iter().zip(&whole.warnings).find(|(a, b)| a != b),
+                    split
+                        .warnings
+                        .iter()
+                        .zip(&whole.warnings)
+                        .find(|(a, b)| a != b),
                     (split.warnings.len(), whole.warnings.len())
                 );
             }

@@ -88,8 +88,18 @@ mod tests {
             .zip(b.lines())
             .position(|(x, y)| x != y)
             .unwrap_or(0);
-        let show = |s: &str| s.lines().skip(at.saturating_sub(6)).take(14).collect::<Vec<_>>().join("\n");
-        format!("at line {at}:\n--- follower\n{}\n--- whole\n{}", show(&a), show(&b))
+        let show = |s: &str| {
+            s.lines()
+                .skip(at.saturating_sub(6))
+                .take(14)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        format!(
+            "at line {at}:\n--- follower\n{}\n--- whole\n{}",
+            show(&a),
+            show(&b)
+        )
     }
 
     /// Writes `bytes` to `path` in random pieces (lines cut anywhere);
@@ -127,14 +137,21 @@ mod tests {
             prev = Some(live);
             n += 1;
         }
-        (n, f.kept.as_ref().map_or(0, |k| k.grown), f.kept.as_ref().map_or(0, |k| k.rebuilt))
+        (
+            n,
+            f.kept.as_ref().map_or(0, |k| k.grown),
+            f.kept.as_ref().map_or(0, |k| k.rebuilt),
+        )
     }
 
     #[test]
     fn every_fixture_followed_in_pieces_reads_as_whole_and_mostly_grows() {
         let tmp = tempfile::tempdir().unwrap();
         let (mut grown, mut rebuilt) = (0, 0);
-        for (k, src) in crate::sources::pi::fast::tests::fixture_files().iter().enumerate() {
+        for (k, src) in crate::sources::pi::fast::tests::fixture_files()
+            .iter()
+            .enumerate()
+        {
             let bytes = std::fs::read(src).unwrap();
             let dir = tmp.path().join(format!("f{k}"));
             std::fs::create_dir_all(&dir).unwrap();
@@ -152,7 +169,8 @@ mod tests {
 
     #[test]
     fn a_session_with_branches_labels_and_bad_lines_followed_in_pieces_reads_as_whole() {
-        let mut text = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"cwd\":\"/w\"}\n");
+        let mut text =
+            String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"cwd\":\"/w\"}\n");
         let mut last = "null".to_string();
         let mut ends: Vec<String> = Vec::new();
         for i in 0..80 {
@@ -169,7 +187,9 @@ mod tests {
             };
             text.push_str(&format!("{{\"type\":\"{ty}\",\"id\":{me},\"parentId\":{last},\"timestamp\":\"2026-12-04T12:00:00Z\",{rest}}}\n"));
             if i % 17 == 16 {
-                text.push_str("not json\n{\"type\":\"message\",\"id\":\"e3\",\"parentId\":\"zz\"}\n");
+                text.push_str(
+                    "not json\n{\"type\":\"message\",\"id\":\"e3\",\"parentId\":\"zz\"}\n",
+                );
             }
             ends.push(me.clone());
             last = me;

@@ -137,14 +137,15 @@ pub fn parts_live(
     if stale {
         *source = Some((source_of(f, &home), f.len()));
     }
-    let forked_from = source
-        .clone()
-        .and_then(|(found, _)| found)
-        .map(|(after, session, dir, name)| {
-            let mut l = link(f, t, after, session, dir);
-            l.source_file = name;
-            l
-        });
+    let forked_from =
+        source
+            .clone()
+            .and_then(|(found, _)| found)
+            .map(|(after, session, dir, name)| {
+                let mut l = link(f, t, after, session, dir);
+                l.source_file = name;
+                l
+            });
     let mut forks = Vec::new();
     for p in forks_beside(f) {
         let found = known.iter().find(|(q, ..)| *q == p).cloned();

@@ -70,10 +70,7 @@ pub fn session_parts(
         lines.push(LineInfo {
             // Named by its first own entry: a live line keeps its name
             // while it grows (its leaf moves on).
-            label: format!(
-                "from {}",
-                crate::text::sanitize_line(f.id(l.start), 16)
-            ),
+            label: format!("from {}", crate::text::sanitize_line(f.id(l.start), 16)),
             branch: None,
             fork: l.parent.map(|p| StatedFork {
                 kind: ForkKind::Tree,

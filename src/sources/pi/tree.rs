@@ -232,10 +232,7 @@ mod tests {
     }
 
     fn leaves(f: &PiFile, t: &Tree) -> Vec<String> {
-        t.lines
-            .iter()
-            .map(|l| f.id(l.leaf).to_string())
-            .collect()
+        t.lines.iter().map(|l| f.id(l.leaf).to_string()).collect()
     }
 
     #[test]
