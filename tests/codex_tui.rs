@@ -159,10 +159,11 @@ fn a_turn_is_a_turn_not_a_checkpoint() {
         line: 0,
         record,
     };
-    let text: String = worldline::ui::detail::lines(&s, r, None, &Theme { color: false })
-        .iter()
-        .map(|l| l.to_string() + "\n")
-        .collect();
+    let text: String =
+        worldline::ui::detail::lines(&s, r, &Default::default(), &Theme { color: false })
+            .iter()
+            .map(|l| l.to_string() + "\n")
+            .collect();
     assert!(text.starts_with("turn"), "{text}");
     assert!(text.contains("\nturn 0 begins"), "{text}");
     assert!(

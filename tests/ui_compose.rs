@@ -190,9 +190,23 @@ fn compose_of(app: &App) -> &compose::Compose {
 
 fn render(app: &mut App) -> String {
     app.prepare();
+    draw_only(app)
+}
+
+/// A frame from what the app holds, reading nothing.
+fn draw_only(app: &App) -> String {
     let mut term = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
     term.draw(|f| view::draw(f, app)).unwrap();
     term.backend().to_string()
+}
+
+/// `f` run while the session's files are not where the index says.
+fn with_files_gone<T>(dir: &Path, f: impl FnOnce() -> T) -> T {
+    let away = dir.with_extension("away");
+    std::fs::rename(dir, &away).unwrap();
+    let out = f();
+    std::fs::rename(&away, dir).unwrap();
+    out
 }
 
 // Current world line (context.jsonl): 0 sys, 1 ⚑0, 2 note, 3 user, 4 asst,
@@ -531,17 +545,19 @@ fn compose_lists_what_stays_on_disk_and_ctrl_o_puts_it_in_the_message() {
     let at1 = checkpoint_at(&app, 1);
     select_at(&mut app, 0, at1);
     key(&mut app, KeyCode::Char('d'));
-    let ses = session(&app);
-    let kept = compose_of(&app).kept(&ses).unwrap();
+    app.prepare();
+    let kept = compose_of(&app).kept().unwrap().clone();
     // The failed edit changed nothing; the failed command may have.
     assert_eq!(
         kept.summary(),
         ["wrote src/lib.rs", "ran `cargo test` (failed)"]
     );
-    let screen = render(&mut app);
+    // Drawing reads only what `prepare` read: without the files, the same.
+    let screen = with_files_gone(&s.dir, || draw_only(&app));
     assert!(screen.contains("stays on disk"), "{screen}");
     assert!(screen.contains("· wrote src/lib.rs"), "{screen}");
     insta::assert_snapshot!("compose_kept_80x24", screen);
+    assert_eq!(render(&mut app), screen);
 
     type_text(&mut app, "Stop guessing. ");
     key_mod(&mut app, KeyCode::Char('o'), KeyModifiers::CONTROL);
@@ -569,8 +585,12 @@ fn compose_lists_what_stays_on_disk_and_ctrl_o_puts_it_in_the_message() {
     app.update(Live::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
     let landed = app.selected().unwrap();
     let ses = session(&app);
+    // What the app reads before a frame: the body, and the landing's kept.
+    let mut loaded = worldline::ui::cache::Cache::default();
+    loaded.body(&ses, landed);
+    loaded.landing(&ses, landed);
     let detail: Vec<String> =
-        worldline::ui::detail::lines(&ses, landed, None, &Theme { color: false })
+        worldline::ui::detail::lines(&ses, landed, &loaded, &Theme { color: false })
             .iter()
             .map(|l| l.to_string())
             .collect();
@@ -582,4 +602,12 @@ fn compose_lists_what_stays_on_disk_and_ctrl_o_puts_it_in_the_message() {
         detail[at + 1..at + 3],
         ["   · wrote src/lib.rs", "   · ran `cargo test` (failed)"]
     );
+    // The detail pane says the same from what `prepare` read, files gone.
+    app.prepare();
+    let screen = with_files_gone(&s.dir, || draw_only(&app));
+    assert!(
+        screen.contains("when this D-Mail arrived, these changes"),
+        "{screen}"
+    );
+    assert_eq!(render(&mut app), screen);
 }

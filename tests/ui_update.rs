@@ -711,8 +711,9 @@ fn app_and_view_do_not_import_each_other() {
 
 /// The detail pane's text for record `r` of dmail_twice, its body loaded.
 fn detail_text(s: &Session, r: worldline::worldline::RecordRef) -> String {
-    let body = s.body(r).map_err(|e| e.to_string());
-    worldline::ui::detail::lines(s, r, Some(&body), &Theme { color: false })
+    let mut loaded = worldline::ui::cache::Cache::default();
+    loaded.body(s, r);
+    worldline::ui::detail::lines(s, r, &loaded, &Theme { color: false })
         .iter()
         .map(|l| {
             l.spans

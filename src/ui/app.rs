@@ -1394,6 +1394,10 @@ impl App {
         }
         if let Some(r) = self.detail_record() {
             self.cache.body(&s, r);
+            self.cache.landing(&s, r);
+        }
+        if let Overlay::Compose(c) = &mut self.overlay {
+            c.prepare(&s);
         }
     }
 }

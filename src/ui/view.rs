@@ -590,7 +590,7 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect, side: bool) {
         f.render_widget(block, area);
         return;
     };
-    let lines = detail::lines(s, r, app.cache.get_body(r), t);
+    let lines = detail::lines(s, r, &app.cache, t);
     let p = Paragraph::new(lines)
         .block(block)
         .wrap(Wrap { trim: false })
