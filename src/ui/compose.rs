@@ -465,7 +465,7 @@ pub fn landing_detail(out: &mut Vec<Line<'static>>, kept: Option<&Kept>, t: &The
         return;
     }
     out.extend(kept_lines(
-        &kept,
+        kept,
         "when this D-Mail arrived, these changes were already on disk:",
         None,
         200,
