@@ -805,12 +805,12 @@ fn the_box_lists_what_the_undone_turns_left_on_disk() {
     }
     assert!(found.is_some(), "no row for D2");
     let Effect::Probe(target) = app.update(Action::DMail) else {
-        panic!("{:?}", app.status)
+        panic!("{:?}", app.status())
     };
     assert_eq!(target.back, Back::Turns(1));
     app.update(Denwa::Probed { target, live: true });
     app.prepare();
-    let Overlay::Compose(c) = &app.overlay else {
+    let Overlay::Compose(c) = app.overlay() else {
         panic!("no box")
     };
     let kept = c.kept().expect("the turn is on the current line");

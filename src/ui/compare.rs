@@ -346,9 +346,11 @@ impl Screen {
         if let Some(o) = &mut self.opened {
             match action {
                 Action::Move(d) | Action::Wheel(d) => {
-                    o.scroll = super::app::offset(o.scroll as usize, d) as u16
+                    o.scroll = super::geometry::offset(o.scroll as usize, d) as u16
                 }
-                Action::Page(d) => o.scroll = super::app::offset(o.scroll as usize, d * 10) as u16,
+                Action::Page(d) => {
+                    o.scroll = super::geometry::offset(o.scroll as usize, d * 10) as u16
+                }
                 Action::Quit => return Outcome::Quit,
                 Action::Help => self.help = true,
                 _ => self.opened = None,

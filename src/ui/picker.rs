@@ -11,8 +11,9 @@ use ratatui::Frame;
 use crate::sources::SessionSummary;
 use crate::text::{sanitize_line, truncate};
 
-use super::app::{offset, Action, Effect};
+use super::geometry::offset;
 use super::geometry::{self, picker_list_area};
+use super::msg::{Action, Effect};
 use super::theme::Theme;
 
 #[derive(Debug, Clone)]

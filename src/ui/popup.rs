@@ -9,11 +9,13 @@ use ratatui::Frame;
 
 use crate::text::{sanitize_line, truncate};
 
-use super::app::{offset, Action, App, Effect, FilterItem, Overlay};
+use super::geometry::offset;
+use super::msg::{Action, Effect};
 use super::rows::RoleFilter;
+use super::session::{FilterItem, Overlay, SessionScreen};
 use super::view::{centered, plural};
 
-impl App {
+impl SessionScreen {
     pub(super) fn update_subagents(&mut self, sel: usize, action: Action) -> Effect {
         let n = self
             .session
@@ -141,7 +143,7 @@ impl App {
     }
 }
 
-pub fn draw_help(f: &mut Frame, app: &App, scroll: u16) {
+pub fn draw_help(f: &mut Frame, app: &SessionScreen, scroll: u16) {
     let t = &app.theme;
     let area = centered(f.area(), 86, 40);
     let (_, hidden) = super::keys::footer_where(f.area().width as usize, |b| app.offers(b));
@@ -212,7 +214,7 @@ pub fn draw_help(f: &mut Frame, app: &App, scroll: u16) {
     f.render_widget(p, area);
 }
 
-pub fn draw_filter_menu(f: &mut Frame, app: &App, sel: usize) {
+pub fn draw_filter_menu(f: &mut Frame, app: &SessionScreen, sel: usize) {
     let t = &app.theme;
     let items = app.filter_items();
     let h = (items.len() as u16 + 2).min(f.area().height.saturating_sub(2));
@@ -237,7 +239,7 @@ pub fn draw_filter_menu(f: &mut Frame, app: &App, sel: usize) {
     f.render_widget(p, area);
 }
 
-pub fn draw_subagents(f: &mut Frame, app: &App, sel: usize) {
+pub fn draw_subagents(f: &mut Frame, app: &SessionScreen, sel: usize) {
     let t = &app.theme;
     let Some(s) = &app.session else { return };
     let n = s.agents.len().saturating_sub(1) as u16;

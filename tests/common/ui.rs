@@ -19,7 +19,7 @@ pub fn press(app: &mut App, typed: &str) -> Effect {
 
 /// Presses one key, in the mode the app is in (typing a search or not).
 pub fn press_code(app: &mut App, code: KeyCode) -> Effect {
-    let mode = if app.search.input.is_some() {
+    let mode = if app.search().input.is_some() {
         Mode::SearchInput
     } else {
         Mode::Normal
