@@ -45,7 +45,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Size;
 use ratatui::Terminal;
 use worldline::ui::app::{Action, App, Effect, Found, Live};
-use worldline::ui::keys::{self, Mode};
+use worldline::ui::keys;
 use worldline::ui::theme::Theme;
 use worldline::ui::{search, view};
 use worldline::worldline::Session;
@@ -257,7 +257,7 @@ fn measure(name: &str, dir: &Path, args: &Args) -> Result<String> {
     let mut press = |app: &mut App, t: &mut Term, code: KeyCode| -> Result<Duration> {
         let k = KeyEvent::new(code, KeyModifiers::NONE);
         let t0 = Instant::now();
-        if let Some(a) = keys::key(Mode::Normal, &k) {
+        if let Some(a) = keys::key(app.mode(), &k) {
             app.update(a);
         }
         frame(app, t)?;

@@ -118,18 +118,8 @@ fn run(app: &mut App, mut effect: Effect) -> Effect {
     }
 }
 
-fn mode(app: &App) -> Mode {
-    if matches!(app.overlay(), Overlay::Compose(_)) {
-        Mode::Compose
-    } else if app.search().input.is_some() {
-        Mode::SearchInput
-    } else {
-        Mode::Normal
-    }
-}
-
 fn key_mod(app: &mut App, code: KeyCode, m: KeyModifiers) -> Effect {
-    match keys::key(mode(app), &KeyEvent::new(code, m)) {
+    match keys::key(app.mode(), &KeyEvent::new(code, m)) {
         Some(a) => {
             let e = app.update(a);
             run(app, e)

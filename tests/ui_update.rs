@@ -687,7 +687,14 @@ fn app_and_view_do_not_import_each_other() {
     };
     // Geometry is shared through ui/geometry.rs; drawing reads the app.
     // Updating a screen never draws, and never binds a key itself.
-    for f in ["app.rs", "session.rs", "msg.rs", "popup.rs", "hop.rs", "dmail.rs"] {
+    for f in [
+        "app.rs",
+        "session.rs",
+        "msg.rs",
+        "popup.rs",
+        "hop.rs",
+        "dmail.rs",
+    ] {
         assert!(!src(f).contains("super::view::draw"), "{f}");
         assert!(!src(f).contains("KeyCode"), "{f}");
     }

@@ -81,7 +81,8 @@ impl App {
     pub fn mode(&self) -> Mode {
         match self.screen() {
             Screen::Compare => Mode::Compare,
-            _ => self.session.mode(),
+            Screen::Picker => Mode::Picker,
+            Screen::Session | Screen::Loading => self.session.mode(),
         }
     }
 
@@ -115,7 +116,7 @@ impl App {
         match self.screen() {
             Screen::Picker => {
                 if matches!(action, Action::Help) {
-                    self.session.status = Some("↑/↓ choose a session, Enter opens, q quits".into());
+                    self.session.status = Some(super::keys::title_of(super::keys::PICKER));
                     return Effect::None;
                 }
                 match &mut self.picker {

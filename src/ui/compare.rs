@@ -1,15 +1,14 @@
 //! The compare screen: two world lines side by side from where they part
 //! (`c` on the session screen). A screen of its own: it owns its state
 //! (the pair, the comparison, the selected row and pane, an opened step),
-//! its update, its key table ([`KEYS`], which feeds its keys, its help and
-//! its footer) and its drawing. All disk reads happen in [`Screen::prepare`]
+//! its update, its key table ([`keys::COMPARE`], which feeds its keys, its
+//! help and its footer) and its drawing. All disk reads happen in [`Screen::prepare`]
 //! (the comparison, an opened step's bodies); `draw` reads prepared state.
 //! Live: a snapshot that grew either line makes `prepare` compare again, so
 //! a growing line extends its pane.
 
 use std::sync::Arc;
 
-use ratatui::crossterm::event::KeyCode;
 use ratatui::layout::{Constraint, Layout, Rect, Size};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -24,111 +23,8 @@ use crate::worldline::compare::{compare, default_pair, Comparison, LineSummary, 
 use crate::worldline::Session;
 
 use super::app::Action;
-use super::keys::{Binding, Code};
+use super::keys::{self, COMPARE};
 use super::theme::Theme;
-
-const fn ch(c: char) -> Code {
-    Code(KeyCode::Char(c), false)
-}
-
-const fn k(code: KeyCode) -> Code {
-    Code(code, false)
-}
-
-/// The compare screen's keys: what they do here, its help and its footer.
-pub const KEYS: &[Binding] = &[
-    Binding {
-        keys: "j/k ↑/↓",
-        what: "move both panes together, a step at a time",
-        footer: Some(("j/k step", 0)),
-        codes: &[ch('j'), k(KeyCode::Down)],
-        action: || Action::Move(1),
-    },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('k'), k(KeyCode::Up)],
-        action: || Action::Move(-1),
-    },
-    Binding {
-        keys: "PgDn PgUp",
-        what: "page down / up",
-        footer: None,
-        codes: &[k(KeyCode::PageDown), ch(' ')],
-        action: || Action::Page(1),
-    },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[k(KeyCode::PageUp)],
-        action: || Action::Page(-1),
-    },
-    Binding {
-        keys: "g/G",
-        what: "the shared part, the last step",
-        footer: None,
-        codes: &[ch('g'), k(KeyCode::Home)],
-        action: || Action::Top,
-    },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('G'), k(KeyCode::End)],
-        action: || Action::Bottom,
-    },
-    Binding {
-        keys: "Tab",
-        what: "switch pane",
-        footer: Some(("Tab pane", 1)),
-        codes: &[k(KeyCode::Tab), k(KeyCode::BackTab)],
-        action: || Action::SwitchLine(1),
-    },
-    Binding {
-        keys: "h/l",
-        what: "compare another world line in this pane (previous / next)",
-        footer: Some(("h/l line", 3)),
-        codes: &[ch('l')],
-        action: || Action::Mark(1),
-    },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('h')],
-        action: || Action::Mark(-1),
-    },
-    Binding {
-        keys: "Enter",
-        what: "open the step of this pane: its text, calls, edits as diffs",
-        footer: Some(("⏎ open", 2)),
-        codes: &[k(KeyCode::Enter), k(KeyCode::Right)],
-        action: || Action::Expand,
-    },
-    Binding {
-        keys: "Esc Bksp",
-        what: "close the step; again: back to the session",
-        footer: Some(("Esc back", 4)),
-        codes: &[k(KeyCode::Esc), k(KeyCode::Backspace), k(KeyCode::Left)],
-        action: || Action::Back,
-    },
-    Binding {
-        keys: "?",
-        what: "this help",
-        footer: None,
-        codes: &[ch('?')],
-        action: || Action::Help,
-    },
-    Binding {
-        keys: "q ^C",
-        what: "quit",
-        footer: None,
-        codes: &[ch('q')],
-        action: || Action::Quit,
-    },
-];
 
 /// What an update asks of the app.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -553,25 +449,9 @@ fn halves(area: Rect) -> (Rect, Rect, Rect) {
     (a, gap, b)
 }
 
-/// The footer for `width` columns from [`KEYS`].
+/// The footer for `width` columns from [`COMPARE`].
 pub fn footer(width: usize) -> String {
-    let mut items: Vec<(&str, u8)> = KEYS.iter().filter_map(|b| b.footer).collect();
-    items.sort_by_key(|&(_, rank)| rank);
-    let tail = super::keys::FOOTER_TAIL;
-    let budget = width.saturating_sub(width_of(tail) + 2);
-    let mut out = String::from(" ");
-    for (label, _) in items {
-        if width_of(&out) + width_of(label) + 2 <= budget {
-            out.push_str(label);
-            out.push_str("  ");
-        }
-    }
-    out.push_str(tail);
-    out
-}
-
-fn width_of(s: &str) -> usize {
-    width(s)
+    keys::footer_of(COMPARE, width, |_| true).0
 }
 
 fn fit(s: &str, cols: usize) -> String {
@@ -888,7 +768,7 @@ fn draw_step(f: &mut Frame, s: &Screen, o: &Opened, t: &Theme) {
 
 fn draw_help(f: &mut Frame, t: &Theme) {
     let area = centered(f.area(), 76, 16);
-    let mut lines: Vec<Line> = KEYS
+    let mut lines: Vec<Line> = COMPARE
         .iter()
         .filter(|b| !b.keys.is_empty())
         .map(|b| {

@@ -113,7 +113,10 @@ pub fn draw(f: &mut Frame, p: &Picker, t: &Theme) {
     f.render_widget(Paragraph::new(lines), list);
     let footer = Rect::new(0, size.height.saturating_sub(1), size.width, 1);
     f.render_widget(
-        Paragraph::new(Span::styled(" ↑/↓ choose  Enter open  q quit", t.dim())),
+        Paragraph::new(Span::styled(
+            format!(" {}", super::keys::title_of(super::keys::PICKER)),
+            t.dim(),
+        )),
         footer,
     );
 }

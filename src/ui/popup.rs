@@ -22,9 +22,15 @@ impl SessionScreen {
             .as_ref()
             .map_or(0, |s| s.agents.len().saturating_sub(1));
         match action {
-            Action::Move(d) => {
+            Action::Move(d) | Action::Wheel(d) => {
                 self.overlay = Overlay::Subagents {
                     sel: offset(sel, d).min(n.saturating_sub(1)),
+                }
+            }
+            Action::Top => self.overlay = Overlay::Subagents { sel: 0 },
+            Action::Bottom => {
+                self.overlay = Overlay::Subagents {
+                    sel: n.saturating_sub(1),
                 }
             }
             Action::Expand => {
@@ -207,7 +213,10 @@ pub fn draw_help(f: &mut Frame, app: &SessionScreen, scroll: u16) {
         ),
     ]));
     let p = Paragraph::new(lines)
-        .block(Block::bordered().title(" help — j/k scroll · any other key closes "))
+        .block(Block::bordered().title(format!(
+            " help — {} ",
+            super::keys::title_of(super::keys::HELP)
+        )))
         .wrap(Wrap { trim: false })
         .scroll((scroll, 0));
     f.render_widget(Clear, area);
@@ -233,8 +242,10 @@ pub fn draw_filter_menu(f: &mut Frame, app: &SessionScreen, sel: usize) {
         let style = if i == sel { t.selected() } else { Style::new() };
         lines.push(Line::from(Span::styled(text, style)));
     }
-    let p =
-        Paragraph::new(lines).block(Block::bordered().title(" show — Enter picks, Esc closes "));
+    let p = Paragraph::new(lines).block(Block::bordered().title(format!(
+        " show — {} ",
+        super::keys::title_of(super::keys::MENU)
+    )));
     f.render_widget(Clear, area);
     f.render_widget(p, area);
 }
@@ -267,8 +278,10 @@ pub fn draw_subagents(f: &mut Frame, app: &SessionScreen, sel: usize) {
         };
         lines.push(Line::from(Span::styled(text, style)));
     }
-    let p = Paragraph::new(lines)
-        .block(Block::bordered().title(" subagents — Enter opens, Esc closes "));
+    let p = Paragraph::new(lines).block(Block::bordered().title(format!(
+        " subagents — {} ",
+        super::keys::title_of(super::keys::MENU)
+    )));
     f.render_widget(Clear, area);
     f.render_widget(p, area);
 }

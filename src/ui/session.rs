@@ -195,9 +195,13 @@ impl SessionScreen {
     /// How keys are read on this screen right now.
     pub fn mode(&self) -> super::keys::Mode {
         use super::keys::Mode;
-        if matches!(self.overlay, Overlay::Compose(_)) {
-            Mode::Compose
-        } else if self.search.input.is_some() {
+        match self.overlay {
+            Overlay::Compose(_) => return Mode::Compose,
+            Overlay::Help { .. } => return Mode::Help,
+            Overlay::Filter { .. } | Overlay::Subagents { .. } => return Mode::Menu,
+            Overlay::None => {}
+        }
+        if self.search.input.is_some() {
             Mode::SearchInput
         } else {
             Mode::Normal
