@@ -666,13 +666,26 @@ fn a_click_on_a_scrolled_picker_picks_the_row_drawn_there() {
             worldline::sources::kimi_cli::share::summarize(&fixture(n).dir, &Default::default())
         })
         .collect();
+    let first_id = sessions[0].id.clone();
     let mut app = App::new(Theme { color: false }, false, Size::new(80, 8)).with_picker(sessions);
     press(&mut app, "jjjjj");
     let list = worldline::ui::geometry::picker_list_area(app.size());
-    let first = worldline::ui::picker::first_shown(5, list.height as usize);
-    assert!(first > 0, "the list is scrolled");
+    let screen = screen(&mut app, 80, 8);
+    let drawn = screen.lines().nth(list.y as usize).unwrap();
+    assert!(drawn.contains(" · "), "{screen}");
+    assert!(
+        !drawn.contains(&first_id[..8]),
+        "the list is scrolled: {screen}"
+    );
     app.update(Action::Click(Position::new(3, list.y)));
-    assert_eq!(app.picker().unwrap().sel, first);
+    let Effect::Open(dir) = press_code(&mut app, KeyCode::Enter) else {
+        panic!("Enter opens the session clicked")
+    };
+    let id = dir.file_name().unwrap().to_string_lossy().to_string();
+    assert!(
+        drawn.contains(&id[..8]),
+        "{id} opened; drawn there: {drawn}"
+    );
 }
 
 #[test]

@@ -58,7 +58,7 @@ impl App {
 
     /// Starts on the session picker.
     pub fn with_picker(mut self, sessions: Vec<SessionSummary>) -> App {
-        self.picker = Some(Picker { sessions, sel: 0 });
+        self.picker = Some(Picker::new(sessions));
         self
     }
 
@@ -215,12 +215,12 @@ impl App {
 
     /// Visible position of the selected row.
     pub fn cursor(&self) -> usize {
-        self.session.cursor
+        self.session.list.cursor()
     }
 
     /// Visible position of the first row drawn.
     pub fn scroll(&self) -> usize {
-        self.session.scroll
+        self.session.list.scroll()
     }
 
     /// The selected world line.

@@ -24,6 +24,7 @@ use crate::worldline::Session;
 
 use super::app::Action;
 use super::keys::{self, COMPARE};
+use super::pane::ListPane;
 use super::theme::Theme;
 
 /// What an update asks of the app.
@@ -71,9 +72,9 @@ pub struct Screen {
     error: Option<String>,
     /// What `cmp` was computed from: the pair and both lines' lengths.
     stamp: Option<([usize; 2], [usize; 2], usize)>,
-    /// Selected row: 0 is the shared part, then the aligned steps.
-    row: usize,
-    scroll: usize,
+    /// Selected row (0 is the shared part, then the aligned steps): one
+    /// list for both panes, which move together.
+    list: ListPane,
     pane: usize,
     opened: Option<Opened>,
     help: bool,
@@ -90,8 +91,7 @@ impl Screen {
             cmp: None,
             error: None,
             stamp: None,
-            row: 0,
-            scroll: 0,
+            list: ListPane::default(),
             pane: 1,
             opened: None,
             help: false,
@@ -113,7 +113,7 @@ impl Screen {
             .family;
         let (a, b) = default_pair(f, Some(focus)).map_err(|e| e.to_string())?;
         let mut s = Screen::new(session.clone(), agent, a, b, size);
-        s.row = 1;
+        s.list.set_cursor(1);
         Ok(s)
     }
 
@@ -134,7 +134,7 @@ impl Screen {
 
     /// The selected row: 0 the shared part, then one per aligned step.
     pub fn row(&self) -> usize {
-        self.row
+        self.list.cursor()
     }
 
     /// Whether a step is open.
@@ -180,11 +180,11 @@ impl Screen {
                     self.error = Some(e.to_string());
                 }
             }
-            self.row = self.row.min(self.rows().saturating_sub(1));
+            self.list
+                .select(self.list.cursor(), self.rows(), self.list_height());
             if let Some(o) = &mut self.opened {
                 o.lines = None;
             }
-            self.keep_in_view();
         }
         if let Some(o) = &self.opened {
             if o.lines.is_none() {
@@ -206,24 +206,13 @@ impl Screen {
     }
 
     fn keep_in_view(&mut self) {
-        let h = self.list_height();
-        if self.row < self.scroll {
-            self.scroll = self.row;
-        } else if self.row >= self.scroll + h {
-            self.scroll = self.row + 1 - h;
-        }
-    }
-
-    fn select(&mut self, row: isize) {
-        let last = self.rows().saturating_sub(1) as isize;
-        self.row = row.clamp(0, last) as usize;
-        self.keep_in_view();
+        self.list.keep_in_view(self.rows(), self.list_height());
     }
 
     /// The step of `side` on the selected row.
     fn step_at(&self, side: usize) -> Option<usize> {
         let c = self.cmp.as_ref()?;
-        let r = c.rows.get(self.row.checked_sub(1)?)?;
+        let r = c.rows.get(self.list.cursor().checked_sub(1)?)?;
         if side == 0 {
             r.a
         } else {
@@ -253,12 +242,12 @@ impl Screen {
             }
             return Outcome::Stay;
         }
-        let page = self.list_height() as isize;
+        let page = self.list_height();
         match action {
-            Action::Move(d) | Action::Wheel(d) => self.select(self.row as isize + d),
-            Action::Page(d) => self.select(self.row as isize + d * page),
-            Action::Top => self.select(0),
-            Action::Bottom => self.select(isize::MAX / 2),
+            Action::Move(d) | Action::Wheel(d) => self.list.move_by(d, self.rows(), page),
+            Action::Page(d) => self.list.move_by(d * page as isize, self.rows(), page),
+            Action::Top => self.list.select(0, self.rows(), page),
+            Action::Bottom => self.list.select(usize::MAX, self.rows(), page),
             Action::SwitchLine(_) => self.pane = 1 - self.pane,
             Action::Mark(d) => self.other_line(d),
             Action::Expand => {
@@ -294,8 +283,8 @@ impl Screen {
         }
         if l != self.pair[1 - self.pane] {
             self.pair[self.pane] = l;
-            self.row = 1;
-            self.scroll = 0;
+            self.list.reset();
+            self.list.set_cursor(1);
         }
     }
 
@@ -563,8 +552,8 @@ pub fn draw(f: &mut Frame, s: &Screen, t: &Theme, status: Option<&str>) {
     let half = sa.width.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
     let h = a.steps.height as usize;
-    for row in s.scroll..(s.scroll + h).min(s.rows()) {
-        let selected = row == s.row;
+    for row in s.list.shown(s.rows(), h) {
+        let selected = row == s.list.cursor();
         if row == 0 {
             let text = format!("≡ {}", fork_words(c));
             let style = if selected { t.selected() } else { t.dim() };

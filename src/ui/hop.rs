@@ -84,7 +84,7 @@ impl SessionScreen {
         points.sort();
         let here = self
             .rows
-            .row_at(self.cursor)
+            .row_at(self.list.cursor())
             .map(|row| self.shown_rows(row))
             .unwrap_or(0..0);
         if let Some(&(_, k)) = points.iter().find(|(row, _)| here.contains(row)) {

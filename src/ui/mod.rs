@@ -18,6 +18,7 @@ pub mod keys;
 pub mod layout;
 pub mod map;
 mod msg;
+pub mod pane;
 pub mod picker;
 mod popup;
 pub mod rows;

@@ -17,6 +17,7 @@ use super::cache::Cache;
 use super::compose::{self, Compose, PendingJump};
 use super::geometry::{self, offset};
 use super::msg::{Action, Denwa, Effect, Found, Live, Msg, SearchRequest};
+use super::pane::ListPane;
 use super::rows::{Filter, RoleFilter, RowModel};
 use super::theme::Theme;
 
@@ -125,10 +126,8 @@ pub struct SessionScreen {
     pub(super) agent: usize,
     /// The selected world line.
     pub(super) focus: usize,
-    /// Visible position of the selected row.
-    pub(super) cursor: usize,
-    /// Visible position of the first row drawn.
-    pub(super) scroll: usize,
+    /// The rows' selection and scroll (visible positions).
+    pub(super) list: ListPane,
     pub(super) filter: Filter,
     pub(super) follow: bool,
     pub(super) live: LiveState,
@@ -170,8 +169,7 @@ impl SessionScreen {
             leap_time: LEAP,
             agent: 0,
             focus: 0,
-            cursor: 0,
-            scroll: 0,
+            list: ListPane::default(),
             filter: Filter::default(),
             follow,
             live: LiveState::Loading,
@@ -223,7 +221,7 @@ impl SessionScreen {
 
     /// The selected record (its owner reference).
     pub fn selected(&self) -> Option<RecordRef> {
-        self.rows.record_of(self.rows.row_at(self.cursor)?)
+        self.rows.record_of(self.rows.row_at(self.list.cursor())?)
     }
 
     /// The record `d` sends a D-Mail to: the selected one, or for a folded
@@ -231,7 +229,7 @@ impl SessionScreen {
     /// with its D-Mail, after a shared checkpoint).
     pub fn dmail_record(&self) -> Option<RecordRef> {
         let r = self.selected()?;
-        let row = self.rows.row_at(self.cursor)?;
+        let row = self.rows.row_at(self.list.cursor())?;
         if !self.rows.is_step_head(row) || self.is_unfolded(row) {
             return Some(r);
         }
@@ -248,7 +246,7 @@ impl SessionScreen {
     /// The record the detail pane shows: a folded step is read through its
     /// lead (its D-Mail, prompt or reply), anything else is itself.
     pub fn detail_record(&self) -> Option<RecordRef> {
-        let row = self.rows.row_at(self.cursor)?;
+        let row = self.rows.row_at(self.list.cursor())?;
         if self.rows.is_step_head(row) && !self.is_unfolded(row) {
             if let Some(r) = self
                 .family()
@@ -287,8 +285,7 @@ impl SessionScreen {
     /// Selects visible position `pos` (clamped), follows the selection with
     /// the focus unless the record is on the focused world line.
     fn select(&mut self, pos: usize) {
-        let n = self.rows.len();
-        self.cursor = pos.min(n.saturating_sub(1));
+        self.list.select(pos, self.rows.len(), self.graph_height());
         if let Some(r) = self.selected() {
             if !self.on_line(self.focus, r) {
                 self.focus = r.line;
@@ -300,15 +297,7 @@ impl SessionScreen {
 
     /// Scrolls so the selection has a few rows of context above and below.
     fn keep_in_view(&mut self) {
-        let h = self.graph_height();
-        let off = geometry::scroll_off(h);
-        if self.cursor < self.scroll + off {
-            self.scroll = self.cursor.saturating_sub(off);
-        } else if self.cursor + off >= self.scroll + h {
-            self.scroll = (self.cursor + off + 1).saturating_sub(h);
-        }
-        let n = self.rows.len();
-        self.scroll = self.scroll.min(n.saturating_sub(h));
+        self.list.keep_in_view(self.rows.len(), self.graph_height());
     }
 
     pub(super) fn select_row(&mut self, row: usize) {
@@ -438,7 +427,7 @@ impl SessionScreen {
         match action {
             Action::Move(d) => {
                 self.moved_by_hand();
-                self.select(offset(self.cursor, d));
+                self.select(offset(self.list.cursor(), d));
             }
             Action::Page(d) => {
                 if self.expanded {
@@ -447,7 +436,7 @@ impl SessionScreen {
                 } else {
                     self.moved_by_hand();
                     let h = self.graph_height() as isize;
-                    self.select(offset(self.cursor, d * h));
+                    self.select(offset(self.list.cursor(), d * h));
                 }
             }
             Action::Top => {
@@ -460,7 +449,7 @@ impl SessionScreen {
                     self.detail_scroll = offset(self.detail_scroll as usize, d) as u16;
                 } else {
                     self.moved_by_hand();
-                    self.select(offset(self.cursor, d));
+                    self.select(offset(self.list.cursor(), d));
                 }
             }
             Action::Click(p) => return self.click(p),
@@ -588,8 +577,7 @@ impl SessionScreen {
         }
         if a.graph.contains(p) {
             self.moved_by_hand();
-            let pos = self.scroll + (p.y - a.graph.y) as usize;
-            if pos < self.rows.len() {
+            if let Some(pos) = self.list.at((p.y - a.graph.y) as usize, self.rows.len()) {
                 self.select(pos);
             }
         }
@@ -790,7 +778,8 @@ impl SessionScreen {
         match last.and_then(|o| self.rows.row_of(o)) {
             Some(row) => {
                 let pos = self.rows.position_of(row);
-                self.cursor = pos.min(self.rows.len().saturating_sub(1));
+                self.list
+                    .set_cursor(pos.min(self.rows.len().saturating_sub(1)));
                 self.detail_scroll = 0;
                 self.keep_in_view();
             }
@@ -822,8 +811,7 @@ impl SessionScreen {
         self.overlay = Overlay::None;
         self.fresh_filters();
         self.focus = 0;
-        self.cursor = 0;
-        self.scroll = 0;
+        self.list.reset();
     }
 
     pub(super) fn anchor(&self) -> Option<Anchor> {
@@ -852,7 +840,7 @@ impl SessionScreen {
         self.focus = focus;
         match row {
             Some(row) => {
-                self.cursor = self.rows.position_of(row);
+                self.list.set_cursor(self.rows.position_of(row));
                 self.keep_in_view();
             }
             None => self.select(0),
@@ -880,7 +868,7 @@ impl SessionScreen {
             None => None,
         };
         if let Some(row) = target.and_then(|r| self.rows.row_of(r)) {
-            self.cursor = self.rows.position_of(row);
+            self.list.set_cursor(self.rows.position_of(row));
             self.detail_scroll = 0;
             self.keep_in_view();
         }
@@ -898,7 +886,7 @@ impl SessionScreen {
     }
 
     fn jump_mark(&mut self, d: isize) {
-        let Some(row) = self.rows.row_at(self.cursor) else {
+        let Some(row) = self.rows.row_at(self.list.cursor()) else {
             return;
         };
         // Marks inside the row (a folded step) are where we are already.
@@ -949,7 +937,7 @@ impl SessionScreen {
         };
         let here = self
             .rows
-            .row_at(self.cursor)
+            .row_at(self.list.cursor())
             .map(|row| self.shown_rows(row))
             .unwrap_or(0..0);
         let from = match self.search.at {
@@ -1015,7 +1003,7 @@ impl SessionScreen {
 
     /// Enter/→: a step head unfolds or folds; a record opens in full.
     fn expand(&mut self) {
-        let Some(row) = self.rows.row_at(self.cursor) else {
+        let Some(row) = self.rows.row_at(self.list.cursor()) else {
             return;
         };
         if self.rows.is_step_head(row) && !self.expanded {
@@ -1040,7 +1028,7 @@ impl SessionScreen {
             self.keep_in_view();
             return;
         }
-        let Some(row) = self.rows.row_at(self.cursor) else {
+        let Some(row) = self.rows.row_at(self.list.cursor()) else {
             return;
         };
         let head = self.rows.step_rows(row).start;
@@ -1057,7 +1045,8 @@ impl SessionScreen {
     /// keeps one press short on a huge session.
     fn jump_error(&mut self, d: isize) {
         const MAX_SCAN: usize = 50_000;
-        let (Some(s), Some(row)) = (self.session.clone(), self.rows.row_at(self.cursor)) else {
+        let (Some(s), Some(row)) = (self.session.clone(), self.rows.row_at(self.list.cursor()))
+        else {
             return;
         };
         let here = self.shown_rows(row);
@@ -1192,7 +1181,7 @@ impl SessionScreen {
         let Some(fam) = s.agents.get(self.agent).map(|a| &a.family) else {
             return;
         };
-        for pos in self.scroll..(self.scroll + h).min(self.rows.len()) {
+        for pos in self.list.shown(self.rows.len(), h) {
             let Some(row) = self.rows.row_at(pos) else {
                 continue;
             };

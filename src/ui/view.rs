@@ -199,7 +199,7 @@ fn draw_graph(f: &mut Frame, app: &SessionScreen, area: Rect) {
     let w = area.width as usize;
     let max_lanes = ((w.saturating_sub(40)) / 2).clamp(1, 8);
     let mut lines = Vec::with_capacity(h);
-    for pos in app.scroll..(app.scroll + h).min(app.rows.len()) {
+    for pos in app.list.shown(app.rows.len(), h) {
         lines.push(row_line(app, fam, pos, w, max_lanes));
     }
     if app.rows.is_empty() {
@@ -263,7 +263,7 @@ fn row_line(
     } else {
         '○'
     };
-    let selected = pos == app.cursor;
+    let selected = pos == app.list.cursor();
     let on_focus = app.on_line(app.focus, r);
     let base = if on_focus { Style::new() } else { t.dim() };
     let mut spans: Vec<Span<'static>> = Vec::new();
