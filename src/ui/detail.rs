@@ -112,9 +112,11 @@ pub fn lines(s: &Session, r: RecordRef, cache: &Cache, t: &Theme) -> Vec<Line<'s
         Role::Checkpoint => {
             let n = meta.checkpoint().unwrap_or(-1);
             // Only an agent that takes D-Mails at checkpoints can go back.
-            out.push(Line::from(match s.tool.checkpoint_word() {
-                "checkpoint" => format!("checkpoint {n} — a D-Mail can send the agent back here"),
-                word => format!("{word} {n} begins"),
+            let word = s.tool.checkpoint_word();
+            out.push(Line::from(if s.tool.dmail_to_marks() {
+                format!("{word} {n} — a D-Mail can send the agent back here")
+            } else {
+                format!("{word} {n} begins")
             }));
             return out;
         }
