@@ -207,10 +207,17 @@ pub const TABLE: &[Binding] = &[
     },
     Binding {
         keys: "c",
-        what: "compare the focused world line with its parent, side by side from their fork",
+        what: "compare the focused world line with the marked one (C), else its parent",
         footer: Some(("c compare", 13)),
         codes: &[ch('c')],
         action: || Action::Compare,
+    },
+    Binding {
+        keys: "C",
+        what: "mark the focused world line: c on another then compares the two",
+        footer: None,
+        codes: &[ch('C')],
+        action: || Action::CompareMark,
     },
     Binding {
         keys: "s",
