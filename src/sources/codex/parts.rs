@@ -152,24 +152,10 @@ fn agent_parts(
             ),
         });
     }
-    // Each record's index entry once; turns numbered in file order per
-    // generation, after the turns its base holds.
     // Turns numbered in file order per generation, after the turns its
     // base holds; kept for `task_started` entries only (a tenth of a
     // thread's lines), each record's index entry built where it is used.
-    let mut base_turns = vec![0i64; t.gens.len()];
-    for (l, line) in t.thread.lines.iter().enumerate() {
-        if line.parent.is_some() && line.turns.is_none() && l > 0 {
-            base_turns[line.gen] = line.path[..line.shared]
-                .iter()
-                .filter(|a| {
-                    t.thread
-                        .entry(&t.gens, **a)
-                        .is_some_and(|e| e.kind == Kind::TurnStarted)
-                })
-                .count() as i64;
-        }
-    }
+    let base_turns = base_turns(t);
     let mut turn_of: std::collections::HashMap<(usize, usize), i64> = Default::default();
     for (g, file) in t.gens.iter().enumerate() {
         let mut turn = base_turns[g];
@@ -301,6 +287,25 @@ fn agent_parts(
         labels: Vec::new(),
         lines,
     }
+}
+
+/// Per generation: the turns its base holds (turns of a generation are
+/// numbered on from there, in file order).
+pub fn base_turns(t: &ThreadRead) -> Vec<i64> {
+    let mut base_turns = vec![0i64; t.gens.len()];
+    for (l, line) in t.thread.lines.iter().enumerate() {
+        if line.parent.is_some() && line.turns.is_none() && l > 0 {
+            base_turns[line.gen] = line.path[..line.shared]
+                .iter()
+                .filter(|a| {
+                    t.thread
+                        .entry(&t.gens, **a)
+                        .is_some_and(|e| e.kind == Kind::TurnStarted)
+                })
+                .count() as i64;
+        }
+    }
+    base_turns
 }
 
 /// The earliest world line (shown index) on the ancestry of `p` that holds
