@@ -13,7 +13,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::records::{self, record_meta};
+use super::records;
 use super::rollout::{Feeder, Kind, Rollout};
 use super::{generations_of, home, parts};
 use crate::sources::follow::{stamps_of, Follower, Refresh, Stamp};
@@ -39,10 +39,15 @@ struct Grow {
     line: usize,
     /// Records it shares with its parent.
     shared: usize,
+    /// The entry of the file its own records start at.
+    own_start: usize,
     /// Shown world lines whose file is this one (their `bytes` follow it).
     same_file: Vec<usize>,
-    /// The number the next `task_started` of the file opens.
-    next_turn: i64,
+    /// Turns the file's base holds (its `task_started`s count on).
+    base: i64,
+    /// The line's records are its file's own (a root line): taken from
+    /// there rather than pushed.
+    shares: bool,
     /// The file is the thread's first (whose first prompt is the title).
     first: bool,
 }
@@ -127,12 +132,11 @@ impl CodexFollower {
             return None;
         }
         let new = &r.entries[g.entries..];
-        let plain = |k: &Kind| match k {
-            Kind::Meta | Kind::Spawned(_) => false,
-            Kind::RolledBack { turns } => *turns == 0,
-            _ => true,
+        let plain = |e: &super::rollout::Entry| match e.kind {
+            Kind::Meta | Kind::Spawned => false,
+            _ => e.turns() == 0,
         };
-        if !new.iter().all(|e| plain(&e.kind)) {
+        if !new.iter().all(plain) {
             return None;
         }
         let agent = parts.agents.first_mut()?;
@@ -149,25 +153,28 @@ impl CodexFollower {
         let file = agent.files.get_mut(g.line)?;
         let times = agent.times.get_mut(g.line)?;
         let info = agent.lines.get_mut(g.line)?;
-        for e in new {
-            let turn = (e.kind == Kind::TurnStarted).then(|| {
-                g.next_turn += 1;
-                g.next_turn - 1
-            });
-            let at = file.records.len();
-            file.records.push(record_meta(e, turn));
-            if at >= g.shared {
-                times.set(at, e.time);
+        if g.shares {
+            file.records = r.records.clone();
+        }
+        for (k, e) in new.iter().enumerate() {
+            let k = g.entries + k;
+            let at = g.shared + k - g.own_start;
+            if !g.shares {
+                file.records
+                    .push(records::turned(r.records.get(k)?, g.base));
             }
-            match &e.kind {
+            if at >= g.shared {
+                times.set(at, e.time());
+            }
+            match e.kind {
                 Kind::Compacted => agent.compactions.push(LineMark {
                     world_line: g.line,
-                    at: Pos::entry(e.line, e.ordinal.to_string()),
+                    at: Pos::entry(r.records.get(k)?.line(), e.ordinal.to_string()),
                     count: None,
                     first_kept: None,
                 }),
-                Kind::Prompt(p) if !root && info.prompt.is_none() => {
-                    info.prompt = Some(p.to_string());
+                Kind::Prompt if !root && info.prompt.is_none() => {
+                    info.prompt = r.prompt(e).map(str::to_string);
                 }
                 _ => {}
             }
@@ -177,10 +184,7 @@ impl CodexFollower {
         }
         // The title is the first prompt of the first file.
         if parts.title.is_none() && g.first {
-            parts.title = new.iter().find_map(|e| match &e.kind {
-                Kind::Prompt(t) => Some(t.to_string()),
-                _ => None,
-            });
+            parts.title = r.first_prompt().map(str::to_string);
         }
         g.entries = r.entries.len();
         self.grown += 1;
@@ -270,11 +274,7 @@ fn grow_state(main: &parts::ThreadRead, live: &[PathBuf]) -> Option<Grow> {
     if !shown_all || home::is_zst(file) || line.gen != last || t.current + 1 != t.lines.len() {
         return None;
     }
-    let started = r
-        .entries
-        .iter()
-        .filter(|e| e.kind == Kind::TurnStarted)
-        .count() as i64;
+    let base = parts::base_turns(main)[last];
     Some(Grow {
         file: file.clone(),
         entries: r.entries.len(),
@@ -285,7 +285,9 @@ fn grow_state(main: &parts::ThreadRead, live: &[PathBuf]) -> Option<Grow> {
         same_file: (0..t.lines.len())
             .filter(|&l| t.lines[l].gen == last)
             .collect(),
-        next_turn: parts::base_turns(main)[last] + started,
+        base,
+        shares: line.parent.is_none() && base == 0 && line.own.start == 0,
+        own_start: line.own.start,
         first: last == 0,
     })
 }
