@@ -179,7 +179,10 @@ fn agent_parts(
             .iter()
             .find_map(|e| gen.prompt(e))
             .map(str::to_string);
-        let path_last = line.len().checked_sub(1).and_then(|i| t.thread.at(l, i));
+        let path_last = line
+            .records()
+            .checked_sub(1)
+            .and_then(|i| t.thread.at(l, i));
         let parent = shown_parent;
         let info = LineInfo {
             label: match (parent, line.turns) {
@@ -303,7 +306,7 @@ pub fn line_records(
         Some(f) if same_file => f.records.prefix(line.shared),
         _ => {
             let mut recs = crate::read::Records::new();
-            recs.reserve_exact(line.len());
+            recs.reserve_exact(line.records());
             if let Some(p) = line.parent {
                 let mut left = line.shared;
                 for (g, run) in t.thread.runs(p) {

@@ -40,7 +40,7 @@ pub struct Line {
 
 impl Line {
     /// Records root→leaf.
-    pub fn len(&self) -> usize {
+    pub fn records(&self) -> usize {
         self.shared + self.own.len()
     }
 }
@@ -65,7 +65,7 @@ impl Thread {
         // The line and its ancestors, each with how many of its records
         // the line holds.
         let mut chain = Vec::new();
-        let (mut cur, mut want) = (l, self.lines[l].len());
+        let (mut cur, mut want) = (l, self.lines[l].records());
         loop {
             chain.push((cur, want));
             let line = &self.lines[cur];
@@ -190,7 +190,7 @@ pub fn build(id: &str, gens: &[Rollout]) -> Thread {
 fn rollback_cut(gens: &[Rollout], t: &Thread, l: usize, turns: u32) -> usize {
     let mut starts = Vec::new();
     let mut open: Option<usize> = None;
-    let len = t.lines[l].len();
+    let len = t.lines[l].records();
     for (i, a) in t.path(l).enumerate() {
         let Some(e) = gens.get(a.gen).and_then(|g| g.entries.get(a.entry)) else {
             continue;
