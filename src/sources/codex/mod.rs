@@ -7,6 +7,7 @@
 //! records and bodies (`records`), compressed rollouts (`zst`), and the
 //! parts the builder takes (`parts`).
 
+mod fast;
 pub mod follow;
 pub mod home;
 pub mod parts;

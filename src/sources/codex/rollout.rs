@@ -59,6 +59,7 @@ pub enum Kind {
 
 /// A line as parsed, before it is kept: its kind and what its index entry
 /// and the kept side tables take from it.
+#[derive(Debug, PartialEq)]
 pub enum Parsed<'a> {
     Meta,
     Prompt(String),
@@ -159,19 +160,19 @@ pub struct Rollout {
 }
 
 #[derive(Deserialize)]
-struct Line<'a> {
+pub(super) struct Line<'a> {
     #[serde(borrow, default)]
-    timestamp: Option<Cow<'a, str>>,
+    pub(super) timestamp: Option<Cow<'a, str>>,
     #[serde(default)]
-    ordinal: Option<u64>,
+    pub(super) ordinal: Option<u64>,
     #[serde(rename = "type", borrow, default)]
-    ty: Option<Cow<'a, str>>,
+    pub(super) ty: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    payload: Option<Payload<'a>>,
+    pub(super) payload: Option<Payload<'a>>,
 }
 
 #[derive(Deserialize, Default)]
-struct Payload<'a> {
+pub(super) struct Payload<'a> {
     #[serde(rename = "type", borrow, default)]
     ty: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -321,6 +322,11 @@ impl Rollout {
             self.push(at, ordinal, true, time, Parsed::Other);
             return;
         }
+        if let Some((ts, ordinal, kind)) = super::fast::line(line) {
+            let time = ts.as_deref().and_then(parse_time);
+            self.push(at, ordinal.unwrap_or(index), ordinal.is_some(), time, kind);
+            return;
+        }
         let parsed: std::result::Result<Line, _> = serde_json::from_slice(line);
         let repaired: String;
         let l;
@@ -366,14 +372,11 @@ impl Rollout {
                 }
                 Parsed::Meta
             }
-            "response_item" => item_kind(&p),
-            "event_msg" => event_kind(&p),
-            "compacted" => Parsed::Compacted,
             "" => {
                 self.warn(lineno.into(), "a line without a type".into());
                 Parsed::Other
             }
-            _ => Parsed::Other,
+            ty => kind_of(ty, &p),
         };
         self.push(at, ordinal, l.ordinal.is_some(), time, kind);
     }
@@ -596,6 +599,16 @@ fn meta_of(p: &Payload) -> Meta {
     }
 }
 
+/// The kind of a line of type `ty` (not `session_meta`) with payload `p`.
+pub(super) fn kind_of<'b>(ty: &str, p: &'b Payload) -> Parsed<'b> {
+    match ty {
+        "response_item" => item_kind(p),
+        "event_msg" => event_kind(p),
+        "compacted" => Parsed::Compacted,
+        _ => Parsed::Other,
+    }
+}
+
 fn item_kind<'b>(p: &'b Payload) -> Parsed<'b> {
     let s = |c: &'b Option<Cow<str>>| Cow::Borrowed(c.as_deref().unwrap_or(""));
     match p.ty.as_deref().unwrap_or("") {
@@ -658,9 +671,9 @@ fn total_tokens(raw: &RawValue) -> Option<u64> {
 }
 
 /// Prompts kept with the index (titles, a world line's reason).
-const PROMPT_CAP: usize = 4096;
+pub(super) const PROMPT_CAP: usize = 4096;
 
-fn cap(mut s: String, max: usize) -> String {
+pub(super) fn cap(mut s: String, max: usize) -> String {
     if s.len() > max {
         let mut end = max;
         while !s.is_char_boundary(end) {
