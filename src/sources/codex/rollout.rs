@@ -289,7 +289,7 @@ impl Rollout {
         // made as they come (no huge reservation on a file's word).
         let n = usize::try_from(bytes / 64)
             .unwrap_or(usize::MAX)
-            .min(1 << 26);
+            .min(1 << 22);
         self.records.reserve_exact(n);
         self.entries.reserve_exact(n);
     }
