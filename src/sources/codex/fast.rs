@@ -25,10 +25,12 @@ const DEPTH: u32 = 64;
 pub(super) fn line(line: &[u8]) -> Option<(Option<Cow<'_, str>>, Option<u64>, Parsed<'_>)> {
     // A control character is no JSON inside a string; most lines have
     // none at all, and then strings need no byte-by-byte check.
-    let ctl = line.iter().fold(false, |a, &c| a | (c < 0x20));
+    let (ctl, high) = scan(line);
     // serde takes the raw values it keeps (`content`, `info`, …) as text:
     // a line that is no UTF-8 is serde's to judge.
-    std::str::from_utf8(line).ok()?;
+    if high {
+        std::str::from_utf8(line).ok()?;
+    }
     let mut p = P { b: line, i: 0, ctl };
     let (mut ts, mut ordinal, mut ty, mut payload) = (None, None, None, None);
     let mut seen = 0u8;
@@ -67,6 +69,25 @@ pub(super) fn line(line: &[u8]) -> Option<(Option<Cow<'_, str>>, Option<u64>, Pa
         _ => Parsed::Other,
     };
     Some((ts, ordinal, kind))
+}
+
+/// Whether `line` may hold a byte below 0x20 (exact for ASCII lines; a
+/// line with other bytes may say so wrongly, which only costs checking
+/// its strings byte by byte), and whether it holds a byte past ASCII.
+fn scan(line: &[u8]) -> (bool, bool) {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let (mut ctl, mut high) = (0u64, 0u64);
+    let mut words = line.chunks_exact(8);
+    for w in &mut words {
+        let x = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        high |= x;
+        ctl |= x.wrapping_sub(LO * 0x20) & !x;
+    }
+    let rest = words.remainder();
+    let ctl = ctl & HI != 0 || rest.iter().any(|&c| c < 0x20);
+    let high = high & HI != 0 || rest.iter().any(|&c| c >= 0x80);
+    (ctl, high)
 }
 
 /// A number with an exponent or of many digits somewhere in `raw` (one
@@ -255,7 +276,8 @@ impl<'a> Fields<'a> {
         // serde reads `info` whole as a value, so a number out of range
         // or a lone surrogate anywhere in it makes it none: left to serde.
         let raw = &self.line[at..end];
-        if memchr::memmem::find(raw, b"\\u").is_some() || has_exponent_or_long(raw) {
+        let escape_u = memchr::memchr_iter(b'\\', raw).any(|i| raw.get(i + 1) == Some(&b'u'));
+        if escape_u || has_exponent_or_long(raw) {
             return None;
         }
         let mut p = self.cursor(at);
@@ -746,6 +768,28 @@ mod tests {
             made += usize::from(agrees(&l));
         }
         assert!(made > 15, "{made}");
+    }
+
+    #[test]
+    fn the_byte_scan_misses_no_control_or_non_ascii_byte() {
+        let bytes: Vec<u8> = (0..=255u8).collect();
+        for len in 0..40 {
+            for at in 0..len {
+                for &c in &bytes {
+                    let mut l = vec![b'a'; len];
+                    l[at] = c;
+                    if at > 0 {
+                        l[at - 1] = 0x9f;
+                    }
+                    let (ctl, high) = super::scan(&l);
+                    assert!(ctl || !l.iter().any(|&b| b < 0x20), "{l:?}");
+                    assert_eq!(high, l.iter().any(|&b| b >= 0x80), "{l:?}");
+                    if l.is_ascii() {
+                        assert_eq!(ctl, l.iter().any(|&b| b < 0x20), "{l:?}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

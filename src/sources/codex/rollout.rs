@@ -544,6 +544,10 @@ const EVENTS_READ: [&[u8]; 8] = [
     b"context_compacted",
 ];
 
+/// A subagent spawn's item type, searched for in `item_completed` lines.
+static COLLAB: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"CollabAgentToolCall\""));
+
 /// A line Codex writes as `{"timestamp":"…","ordinal":N,"type":"…",
 /// "payload":{…}}` that is pure bookkeeping for worldline (`turn_context`,
 /// `world_state`, `token_usage_record`, an event it doesn't read, an
@@ -574,8 +578,7 @@ fn bookkeeping(line: &[u8]) -> Option<(Option<f64>, u64)> {
             let q = memchr::memchr(b'"', p)?;
             let ev = &p[..q];
             !EVENTS_READ.contains(&ev)
-                || (ev == b"item_completed"
-                    && memchr::memmem::find(payload, b"\"CollabAgentToolCall\"").is_none())
+                || (ev == b"item_completed" && COLLAB.find(payload).is_none())
         }
         _ => false,
     };
