@@ -1,6 +1,7 @@
 //! The compare screen (`c`) through the UI's public API, as a user drives
 //! it: typed keys, snapshots of the screen at 80×24 and 120×40 on the
-//! fixtures (a D-Mail, two D-Mails, Kimi Code undos), the step opened with
+//! fixtures (a D-Mail, two D-Mails, Kimi Code undos, a Claude Code rewind,
+//! a Pi `/tree` move, a Codex rollback), the step opened with
 //! its write as a diff, Esc back, and a line that grows while compared.
 
 mod common;
@@ -22,7 +23,7 @@ const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
 
 fn app_on(dir: &Path, w: u16, h: u16) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(w, h));
-    app.work_dir = Some("~/project".into());
+    app.set_work_dir(Some("~/project".into()));
     app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
     app
 }
@@ -43,7 +44,7 @@ fn keys_typed(app: &mut App, typed: &str) {
 
 fn render(app: &mut App) -> String {
     app.prepare();
-    let mut term = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    let mut term = Terminal::new(TestBackend::new(app.size().width, app.size().height)).unwrap();
     term.draw(|f| view::draw(f, app)).unwrap();
     term.backend().to_string()
 }
@@ -237,4 +238,54 @@ fn records_not_read_are_said_not_hidden() {
     let screen = render(&mut app);
     assert!(app.compare_screen().is_some());
     assert!(screen.contains("records not read"), "{screen}");
+}
+
+/// The first session file of fixture case `case` ("claude-code/resume_at").
+fn append_only(case: &str) -> PathBuf {
+    common::append_only_sessions()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(case))
+        .unwrap_or_else(|| panic!("no session in {case}"))
+}
+
+#[test]
+fn a_rewind_a_tree_move_and_a_rollback_compare_from_where_they_part() {
+    let cases = [
+        ("claude-code/resume_at", "rewind", "claude_code_rewind"),
+        ("pi/tree_nav", "/tree move", "pi_tree_move"),
+        ("codex/r_revert_compact", "rollback", "codex_rollback"),
+    ];
+    for (case, why, snap) in cases {
+        let session = append_only(case);
+        // What `worldline compare --format json` says of the same pair.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+            .args(["compare", "--format", "json"])
+            .arg(&session)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{case}: {out:?}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let names = [
+            json["lines"][0]["name"].as_str().unwrap(),
+            json["lines"][1]["name"].as_str().unwrap(),
+        ];
+        for (w, h) in SIZES {
+            let mut app = app_on(&session, w, h);
+            keys_typed(&mut app, "c");
+            let screen = render(&mut app);
+            let c = app.compare_screen().expect("c opens the compare screen");
+            let cmp = c.comparison().expect("compared");
+            assert_eq!(
+                serde_json::json!(cmp.fork.shared),
+                json["fork"]["records"],
+                "{case}: the screen parts where `compare` does"
+            );
+            let title = format!("compare {} ↔ {}", names[0], names[1]);
+            assert!(screen.contains(&title), "{case} {w}x{h}:\n{screen}");
+            assert!(screen.contains("shared: "), "{case} {w}x{h}:\n{screen}");
+            assert!(screen.contains(why), "{case} {w}x{h}:\n{screen}");
+            insta::assert_snapshot!(format!("{snap}_{w}x{h}"), screen);
+        }
+    }
 }
