@@ -289,3 +289,33 @@ fn a_rewind_a_tree_move_and_a_rollback_compare_from_where_they_part() {
         }
     }
 }
+
+#[test]
+fn c_on_a_world_line_compares_it_with_the_one_marked() {
+    let twice = common::fixture_session("kimi-cli", "dmail_twice");
+    for (w, h) in SIZES {
+        let mut app = app_on(&twice, w, h);
+        assert_eq!(app.focus(), 2, "γ, the current line, has the focus");
+        // Mark α, go back to γ, compare the two: they part at ⚑1.
+        keys_typed(&mut app, "hhC");
+        assert_eq!(app.focus(), 0);
+        assert!(
+            app.status().unwrap().starts_with("α marked"),
+            "{:?}",
+            app.status()
+        );
+        keys_typed(&mut app, "llc");
+        let screen = render(&mut app);
+        assert_eq!(app.compare_screen().unwrap().pair(), (0, 2));
+        assert!(screen.contains("compare α ↔ γ"), "{w}x{h}:\n{screen}");
+        assert!(screen.contains("up to ⚑1"), "{w}x{h}:\n{screen}");
+        // Back; C on α again unmarks it: c is γ and its parent again.
+        key(&mut app, KeyCode::Esc);
+        keys_typed(&mut app, "hhCllc");
+        assert_eq!(app.compare_screen().unwrap().pair(), (1, 2));
+        // A mark on the focused line itself is no pair: the parent it is.
+        key(&mut app, KeyCode::Esc);
+        keys_typed(&mut app, "Cc");
+        assert_eq!(app.compare_screen().unwrap().pair(), (1, 2));
+    }
+}
