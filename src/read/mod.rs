@@ -5,6 +5,7 @@
 pub mod guard;
 mod hash;
 pub mod head;
+pub mod json_cursor;
 pub mod lenient;
 pub mod lines;
 mod records;
