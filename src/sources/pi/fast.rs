@@ -14,7 +14,7 @@
 use crate::read::json_cursor::Cursor as P;
 use std::borrow::Cow;
 
-use super::file::{Fields, MsgFields};
+use super::fields::{Fields, MsgFields};
 
 /// The fields of `line` (without its line end), or `None`: ask serde.
 pub(super) fn line(line: &[u8]) -> Option<Fields<'_>> {
@@ -133,7 +133,7 @@ fn blocks<'a>(p: &mut P<'a>) -> Option<Vec<(Cow<'a, str>, Cow<'a, str>)>> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::line;
-    use crate::sources::pi::file::serde_fields;
+    use crate::sources::pi::fields::serde_fields;
 
     /// What the reader makes of a line without the fast path: serde, else
     /// serde over the repaired line.

@@ -6,9 +6,12 @@
 
 pub mod body;
 mod fast;
+mod fields;
 pub mod file;
 pub mod home;
+mod ids;
 pub mod live;
+mod metas;
 pub mod parts;
 pub mod tree;
 
