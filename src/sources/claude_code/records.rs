@@ -85,6 +85,9 @@ pub fn line_index(
         Some(b) if b.len() >= line.shared => (b.prefix(line.shared), line.shared),
         _ => (crate::read::Records::new(), 0),
     };
+    // Its own records in one allocation: a buffer doubling to a million
+    // records leaves the freed halves resident.
+    records.reserve_exact(line.records.len().saturating_sub(shared));
     let mut when = Times::default();
     for (i, &r) in line.records.iter().enumerate().skip(shared) {
         records.push(record_meta(scan, r));
