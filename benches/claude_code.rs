@@ -494,6 +494,10 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
     let mut ws = generate(&small, 3000, 1 << 40);
+    if let Some(keep) = std::env::var_os("WORLDLINE_CC_KEEP") {
+        std::fs::copy(&big, keep).unwrap();
+        return;
+    }
 
     if std::env::var_os("WORLDLINE_CC_ONLY_APPENDS").is_none() {
         open_figures(&big, wb.entries);
