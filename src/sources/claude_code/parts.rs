@@ -67,7 +67,7 @@ impl Read {
             .lines
             .iter()
             .enumerate()
-            .find_map(|(l, line)| Some((l, line.records.iter().position(|r| r.entry == i)?)))
+            .find_map(|(l, line)| Some((l, line.records.iter().position(|r| r.entry() == i)?)))
     }
 }
 
