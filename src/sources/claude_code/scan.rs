@@ -85,10 +85,10 @@ pub type Span = (u32, u32);
 /// What only some entries carry (text as spans of the scan's buffer).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Extra {
-    /// A compact boundary's `logicalParentUuid` and
-    /// `compactMetadata.preservedSegment.tailUuid`.
-    pub logical: Id,
-    pub tail: Id,
+    /// A compact boundary's `compactMetadata.preservedSegment.tailUuid`
+    /// and `logicalParentUuid` (boxed: few entries are boundaries, and
+    /// inline they would double every entry's extra).
+    pub links: Option<Box<(Id, Id)>>,
     /// `tool_use` blocks of an assistant entry: `(first, count)` in
     /// [`Scan::calls`].
     pub calls: (u32, u32),
@@ -110,7 +110,8 @@ pub const TEXT_KEEP: usize = 300;
 pub fn boundary_links(e: &Entry, extras: &[Extra]) -> (Id, Id) {
     extras
         .get(e.extra as usize)
-        .map_or((0, 0), |x| (x.tail, x.logical))
+        .and_then(|x| x.links.as_deref().copied())
+        .unwrap_or((0, 0))
 }
 
 /// A file as read so far.
@@ -616,11 +617,11 @@ impl Scan {
             }
             "attachment" => Kind::Attachment,
             "system" if l.subtype.as_deref() == Some("compact_boundary") => {
-                extra.logical = match l.logical.as_deref() {
+                let logical = match l.logical.as_deref() {
                     Some(p) if !p.is_empty() => self.key(p),
                     _ => 0,
                 };
-                extra.tail = match l
+                let tail = match l
                     .compact
                     .as_ref()
                     .and_then(|c| c.preserved.as_ref())
@@ -629,6 +630,9 @@ impl Scan {
                     Some(p) if !p.is_empty() => self.key(p),
                     _ => 0,
                 };
+                if (tail, logical) != (0, 0) {
+                    extra.links = Some(Box::new((tail, logical)));
+                }
                 Kind::Boundary
             }
             "system" => Kind::System,
