@@ -309,7 +309,7 @@ impl Scan {
                 e.extra += extras;
             }
         }
-        self.entries.append(&mut b.entries);
+        append_freeing(&mut self.entries, std::mem::take(&mut b.entries));
         self.extras.append(&mut b.extras);
         self.calls.append(&mut b.calls);
         self.strs.push_str(&b.strs);
@@ -665,6 +665,26 @@ impl Scan {
             calls,
         });
     }
+}
+
+/// Appends `from` to `to` a piece at a time from its end, handing each
+/// piece's memory back as it goes: the second half of a big file's
+/// entries is not resident twice while it joins the first.
+fn append_freeing(to: &mut Vec<Entry>, mut from: Vec<Entry>) {
+    const PIECE: usize = 1 << 16;
+    let (n, k) = (to.len(), from.len());
+    to.reserve_exact(k);
+    let spare = &mut to.spare_capacity_mut()[..k];
+    while !from.is_empty() {
+        let at = from.len().saturating_sub(PIECE);
+        for (slot, e) in spare[at..].iter_mut().zip(from.drain(at..)) {
+            slot.write(e);
+        }
+        from.shrink_to_fit();
+    }
+    // SAFETY: the `k` slots past `n` were all written above (a panic
+    // before this leaks them, never exposes them).
+    unsafe { to.set_len(n + k) };
 }
 
 /// User text that is Claude Code's own, not typed: command echoes and

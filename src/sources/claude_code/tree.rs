@@ -232,6 +232,7 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
             _ => false,
         };
     }
+    drop(last_result);
     // Entries on some world line.
     let mut live = vec![false; n];
     for &i in order.iter().rev() {
@@ -257,6 +258,7 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
             starts.push(i);
         }
     }
+    drop(order);
     let mut owner = vec![NONE; n];
     // Entry indexes in 32 bits, as the tables above.
     let mut segs: Vec<Vec<u32>> = Vec::with_capacity(starts.len());
@@ -271,6 +273,8 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
         }
         segs.push(seg);
     }
+    // The lines' tables come next: what made the segments goes first.
+    drop((children, first_child));
     // Order: by the file line of each start, parents first.
     let parent_start = |s: usize| -> Option<usize> {
         let p = parent[starts[s]];
