@@ -45,7 +45,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Size;
 use ratatui::Terminal;
 use worldline::ui::app::{Action, App, Effect, Found, Live};
-use worldline::ui::keys::{self, Mode};
+use worldline::ui::keys;
 use worldline::ui::theme::Theme;
 use worldline::ui::{search, view};
 use worldline::worldline::Session;
@@ -235,7 +235,7 @@ fn measure(name: &str, dir: &Path, args: &Args) -> Result<String> {
         b,
         "**{name}: {} world lines, {records} records in the main agent's files, {} rows**",
         s.agents.first().map_or(0, |a| a.family.lines.len()),
-        app.rows.total
+        app.rows().total
     )?;
     writeln!(b)?;
     writeln!(
@@ -257,7 +257,7 @@ fn measure(name: &str, dir: &Path, args: &Args) -> Result<String> {
     let mut press = |app: &mut App, t: &mut Term, code: KeyCode| -> Result<Duration> {
         let k = KeyEvent::new(code, KeyModifiers::NONE);
         let t0 = Instant::now();
-        if let Some(a) = keys::key(Mode::Normal, &k) {
+        if let Some(a) = keys::key(app.mode(), &k) {
             app.update(a);
         }
         frame(app, t)?;
@@ -291,7 +291,7 @@ fn measure(name: &str, dir: &Path, args: &Args) -> Result<String> {
     run("]", &[KeyCode::Char(']')], 100, &mut app, &mut t)?;
     run("[", &[KeyCode::Char('[')], 100, &mut app, &mut t)?;
     // In the middle of the session, where world lines are most likely shared.
-    for _ in 0..app.rows.len() / 2 / usize::from(H) {
+    for _ in 0..app.rows().len() / 2 / usize::from(H) {
         app.update(Action::Page(1));
     }
     run(
@@ -360,9 +360,9 @@ fn measure(name: &str, dir: &Path, args: &Args) -> Result<String> {
 
 /// The longest line (bytes) among the rows drawn and the selected record.
 fn longest_visible(app: &App) -> u32 {
-    let Some(s) = &app.session else { return 0 };
-    (app.scroll..app.scroll + usize::from(H))
-        .filter_map(|p| app.rows.record_of(app.rows.row_at(p)?))
+    let Some(s) = app.session() else { return 0 };
+    (app.scroll()..app.scroll() + usize::from(H))
+        .filter_map(|p| app.rows().record_of(app.rows().row_at(p)?))
         .chain(app.selected())
         .filter_map(|r| s.record(r).map(|m| m.len()))
         .max()
@@ -418,7 +418,7 @@ fn search_once(
     worker
         .join()
         .map_err(|_| anyhow::anyhow!("search panicked"))?;
-    Ok((first, done, app.search.hits.len()))
+    Ok((first, done, app.search().hits.len()))
 }
 
 /// Issue #14: what one live snapshot costs the TUI on a long run.

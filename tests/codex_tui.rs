@@ -20,7 +20,7 @@ use worldline::worldline::Session;
 
 fn render(app: &mut App) -> String {
     app.prepare();
-    let mut term = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    let mut term = Terminal::new(TestBackend::new(app.size().width, app.size().height)).unwrap();
     term.draw(|f| view::draw(f, app)).unwrap();
     term.backend().to_string()
 }
@@ -55,7 +55,7 @@ fn select(app: &mut App, needle: &str) -> String {
     for _ in 0..80 {
         let screen = render(app);
         let r = app.selected().unwrap();
-        let s = app.session.clone().unwrap();
+        let s = app.session().cloned().unwrap();
         if s.body(r).is_ok_and(|b| b.text().contains(needle)) {
             return screen;
         }
@@ -159,10 +159,11 @@ fn a_turn_is_a_turn_not_a_checkpoint() {
         line: 0,
         record,
     };
-    let text: String = worldline::ui::detail::lines(&s, r, None, &Theme { color: false })
-        .iter()
-        .map(|l| l.to_string() + "\n")
-        .collect();
+    let text: String =
+        worldline::ui::detail::lines(&s, r, &Default::default(), &Theme { color: false })
+            .iter()
+            .map(|l| l.to_string() + "\n")
+            .collect();
     assert!(text.starts_with("turn"), "{text}");
     assert!(text.contains("\nturn 0 begins"), "{text}");
     assert!(

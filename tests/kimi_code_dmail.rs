@@ -805,13 +805,14 @@ fn the_box_lists_what_the_undone_turns_left_on_disk() {
     }
     assert!(found.is_some(), "no row for D2");
     let Effect::Probe(target) = app.update(Action::DMail) else {
-        panic!("{:?}", app.status)
+        panic!("{:?}", app.status())
     };
     assert_eq!(target.back, Back::Turns(1));
     app.update(Denwa::Probed { target, live: true });
-    let Overlay::Compose(c) = &app.overlay else {
+    app.prepare();
+    let Overlay::Compose(c) = app.overlay() else {
         panic!("no box")
     };
-    let kept = c.kept(&session).expect("the turn is on the current line");
+    let kept = c.kept().expect("the turn is on the current line");
     assert_eq!(kept.summary(), ["ran `rm -rf build/`"]);
 }

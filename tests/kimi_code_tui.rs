@@ -21,7 +21,7 @@ const SOURCE: &str = "fixtures/kimi-code/r_two_undos_compact_fork/home/sessions/
 
 fn render(app: &mut App) -> String {
     app.prepare();
-    let mut term = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    let mut term = Terminal::new(TestBackend::new(app.size().width, app.size().height)).unwrap();
     term.draw(|f| view::draw(f, app)).unwrap();
     term.backend().to_string()
 }
@@ -39,7 +39,7 @@ fn select(app: &mut App, needle: &str) -> String {
     for _ in 0..40 {
         let screen = render(app);
         let r = app.selected().unwrap();
-        let s = app.session.clone().unwrap();
+        let s = app.session().cloned().unwrap();
         if s.body(r).is_ok_and(|b| b.text().contains(needle)) {
             return screen;
         }
@@ -112,7 +112,7 @@ fn d_on_a_turn_composes_a_dmail_by_turns() {
     let mut a = app(100, 30);
     select(&mut a, "Turn 6");
     let Effect::Probe(target) = a.update(Action::DMail) else {
-        panic!("d on the last turn should probe: {:?}", a.status)
+        panic!("d on the last turn should probe: {:?}", a.status())
     };
     assert_eq!(target.back, Back::Turns(1));
     assert_eq!(target.agent, 0);
@@ -120,7 +120,7 @@ fn d_on_a_turn_composes_a_dmail_by_turns() {
         target: target.clone(),
         live: true,
     });
-    assert!(matches!(a.overlay, Overlay::Compose(_)));
+    assert!(matches!(a.overlay(), Overlay::Compose(_)));
     let screen = render(&mut a);
     assert!(screen.contains("D-Mail → 1 turn back"), "{screen}");
     assert!(screen.contains("going 1 turn back discards"), "{screen}");
@@ -129,14 +129,14 @@ fn d_on_a_turn_composes_a_dmail_by_turns() {
     // Behind the compaction: refused with the reason, nothing probed.
     select(&mut a, "Turn 4");
     assert!(matches!(a.update(Action::DMail), Effect::None));
-    assert_eq!(a.status.as_deref(), Some(ACROSS_COMPACTION));
+    assert_eq!(a.status(), Some(ACROSS_COMPACTION));
 
     // No server: the probe says what to do (start kimi web, or /web).
     a.update(Denwa::Probed {
         target,
         live: false,
     });
-    let status = a.status.clone().unwrap_or_default();
+    let status = a.status().map(str::to_string).unwrap_or_default();
     assert!(status.contains("/web"), "{status}");
 }
 
@@ -162,10 +162,7 @@ fn a_compaction_inside_a_branch_is_drawn_in_its_own_words_and_d_goes_by_turns() 
     assert!(footer.contains("D-Mail"), "{footer}");
     assert!(footer.contains("? help"), "{footer}");
     press(&mut a, "d");
-    assert_eq!(
-        a.status.as_deref(),
-        Some(worldline::ui::compose::ACROSS_COMPACTION)
-    );
+    assert_eq!(a.status(), Some(worldline::ui::compose::ACROSS_COMPACTION));
     press(&mut a, "?");
     let help = render(&mut a);
     assert!(help.contains("D-Mail to the selected ⚑ or turn"), "{help}");

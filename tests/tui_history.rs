@@ -47,7 +47,7 @@ fn history_session(scenario: &str) -> PathBuf {
 
 fn render(app: &mut App) -> String {
     app.prepare();
-    let mut term = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    let mut term = Terminal::new(TestBackend::new(app.size().width, app.size().height)).unwrap();
     term.draw(|f| view::draw(f, app)).unwrap();
     term.backend().to_string()
 }
@@ -133,14 +133,14 @@ fn fork_point_owner(s: &Session, k: usize) -> worldline::worldline::RecordRef {
 
 /// Does the selected row stand for record `r`?
 fn selection_covers(app: &App, r: worldline::worldline::RecordRef) -> bool {
-    let row = app.rows.row_at(app.cursor).unwrap();
-    app.shown_rows(row).contains(&app.rows.row_of(r).unwrap())
+    let row = app.rows().row_at(app.cursor()).unwrap();
+    app.shown_rows(row).contains(&app.rows().row_of(r).unwrap())
 }
 
 #[test]
 fn o_steps_into_a_fork_session_and_esc_comes_back() {
     let mut app = open(&fork_undo(SOURCE));
-    let source = app.session.clone().unwrap();
+    let source = app.session().cloned().unwrap();
     // Away from any fork point, `o` goes to the next one (the /undo's),
     // whose row is marked.
     press(&mut app, "g");
@@ -158,7 +158,7 @@ fn o_steps_into_a_fork_session_and_esc_comes_back() {
     let effect = press(&mut app, "o");
     let dir = opened(&mut app, effect);
     assert!(dir.ends_with(UNDO));
-    assert_eq!(app.session.as_ref().unwrap().id, UNDO);
+    assert_eq!(app.session().unwrap().id, UNDO);
     let screen = render(&mut app);
     assert!(
         screen.contains("α: ⑂ /undo of one · from ⚑5 · shares 19 records"),
@@ -181,14 +181,14 @@ fn o_steps_into_a_fork_session_and_esc_comes_back() {
     assert!(sel.contains("⚑5"), "{screen}");
     // A late snapshot of the source (its follower stopping) is dropped.
     app.update(Live::Snapshot(source.clone()));
-    assert_eq!(app.session.as_ref().unwrap().id, UNDO);
+    assert_eq!(app.session().unwrap().id, UNDO);
     // Esc: back on the source, where we were.
     let effect = press_code(&mut app, KeyCode::Esc);
     let dir = opened(&mut app, effect);
     assert!(dir.ends_with(SOURCE));
-    assert_eq!(app.session.as_ref().unwrap().id, SOURCE);
+    assert_eq!(app.session().unwrap().id, SOURCE);
     assert_eq!(app.selected(), here);
-    assert!(app.status.as_deref().unwrap_or("").contains("source"));
+    assert!(app.status().unwrap_or("").contains("source"));
     // Nothing left to go back to: Esc stays.
     assert!(matches!(press_code(&mut app, KeyCode::Esc), Effect::None));
 }
@@ -196,13 +196,13 @@ fn o_steps_into_a_fork_session_and_esc_comes_back() {
 #[test]
 fn brackets_stop_at_fork_and_undo_rows() {
     let mut app = open(&fork_undo(SOURCE));
-    let source = app.session.clone().unwrap();
+    let source = app.session().cloned().unwrap();
     press(&mut app, "g");
     press(&mut app, "]");
     assert!(
-        !app.status.as_deref().unwrap_or("").contains("no more"),
+        !app.status().unwrap_or("").contains("no more"),
         "{:?}",
-        app.status
+        app.status()
     );
     assert!(selection_covers(&app, fork_point_owner(&source, 0)));
     press(&mut app, "]");
@@ -218,8 +218,8 @@ fn brackets_stop_at_fork_and_undo_rows() {
         .find(|l| l.contains("⑂ copied up to here"))
         .unwrap();
     assert!(sel.contains("⚑5"), "{screen}");
-    let here = undo.shown_rows(undo.rows.row_at(undo.cursor).unwrap());
-    assert!(here.contains(&undo.own_fork_row().unwrap()));
+    let here = undo.shown_rows(undo.rows().row_at(undo.cursor()).unwrap());
+    assert!(here.contains(&undo.session_screen().own_fork_row().unwrap()));
 }
 
 #[test]
@@ -244,7 +244,7 @@ fn clicking_a_fork_track_enters_it_and_o_goes_back_to_the_source() {
     let effect = press(&mut app, "o");
     let dir = opened(&mut app, effect);
     assert!(dir.ends_with(SOURCE));
-    assert_eq!(app.session.as_ref().unwrap().forks.len(), 2);
+    assert_eq!(app.session().unwrap().forks.len(), 2);
 }
 
 fn copy_dir(from: &Path, to: &Path) {

@@ -22,7 +22,7 @@ const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
 
 fn app_on(dir: &Path, w: u16, h: u16) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(w, h));
-    app.work_dir = Some("~/project".into());
+    app.set_work_dir(Some("~/project".into()));
     app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
     app
 }
@@ -43,7 +43,7 @@ fn keys_typed(app: &mut App, typed: &str) {
 
 fn render(app: &mut App) -> String {
     app.prepare();
-    let mut term = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    let mut term = Terminal::new(TestBackend::new(app.size().width, app.size().height)).unwrap();
     term.draw(|f| view::draw(f, app)).unwrap();
     term.backend().to_string()
 }

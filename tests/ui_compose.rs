@@ -96,7 +96,7 @@ fn serve(
 fn app_on(dir: &Path, w: u16, h: u16) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(w, h));
     // The header would show the temp dir's random name.
-    app.work_dir = Some("/home/user/tally".into());
+    app.set_work_dir(Some("/home/user/tally".into()));
     app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
     app
 }
@@ -118,18 +118,8 @@ fn run(app: &mut App, mut effect: Effect) -> Effect {
     }
 }
 
-fn mode(app: &App) -> Mode {
-    if matches!(app.overlay, Overlay::Compose(_)) {
-        Mode::Compose
-    } else if app.search.input.is_some() {
-        Mode::SearchInput
-    } else {
-        Mode::Normal
-    }
-}
-
 fn key_mod(app: &mut App, code: KeyCode, m: KeyModifiers) -> Effect {
-    match keys::key(mode(app), &KeyEvent::new(code, m)) {
+    match keys::key(app.mode(), &KeyEvent::new(code, m)) {
         Some(a) => {
             let e = app.update(a);
             run(app, e)
@@ -159,7 +149,7 @@ fn ctrl_s(app: &mut App) -> Effect {
 }
 
 fn session(app: &App) -> Arc<Session> {
-    app.session.clone().unwrap()
+    app.session().cloned().unwrap()
 }
 
 /// The record of world line `line` at index `i` (by owner).
@@ -170,19 +160,19 @@ fn rec(app: &App, line: usize, i: usize) -> RecordRef {
 
 fn select_at(app: &mut App, line: usize, i: usize) {
     let r = rec(app, line, i);
-    let row = app.rows.row_of(r).expect("record shown");
+    let row = app.rows().row_of(r).expect("record shown");
     // A step row stands for its records: show every record to pick one.
-    if app.rows.row_at(app.rows.position_of(row)) != Some(row) {
+    if app.rows().row_at(app.rows().position_of(row)) != Some(row) {
         app.update(Action::Every);
     }
-    let pos = app.rows.position_of(row);
+    let pos = app.rows().position_of(row);
     app.update(Action::Top);
     app.update(Action::Move(pos as isize));
     assert_eq!(app.selected(), Some(r));
 }
 
 fn compose_of(app: &App) -> &compose::Compose {
-    match &app.overlay {
+    match app.overlay() {
         Overlay::Compose(c) => c,
         other => panic!("compose is not open: {other:?}"),
     }
@@ -190,9 +180,23 @@ fn compose_of(app: &App) -> &compose::Compose {
 
 fn render(app: &mut App) -> String {
     app.prepare();
-    let mut term = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    draw_only(app)
+}
+
+/// A frame from what the app holds, reading nothing.
+fn draw_only(app: &App) -> String {
+    let mut term = Terminal::new(TestBackend::new(app.size().width, app.size().height)).unwrap();
     term.draw(|f| view::draw(f, app)).unwrap();
     term.backend().to_string()
+}
+
+/// `f` run while the session's files are not where the index says.
+fn with_files_gone<T>(dir: &Path, f: impl FnOnce() -> T) -> T {
+    let away = dir.with_extension("away");
+    std::fs::rename(dir, &away).unwrap();
+    let out = f();
+    std::fs::rename(&away, dir).unwrap();
+    out
 }
 
 // Current world line (context.jsonl): 0 sys, 1 ⚑0, 2 note, 3 user, 4 asst,
@@ -246,16 +250,16 @@ fn compose_send_accept_then_refuse() {
     assert!(s.renji.lock().unwrap().pending().is_none());
 
     // Graph keys type: q, j, d, s are letters here.
-    let cursor = app.cursor;
+    let cursor = app.cursor();
     assert!(matches!(type_text(&mut app, MESSAGE), Effect::None));
-    assert_eq!(app.cursor, cursor);
+    assert_eq!(app.cursor(), cursor);
     assert_eq!(compose_of(&app).message(), MESSAGE);
     insta::assert_snapshot!("compose_typed_80x24", render(&mut app));
 
     assert!(matches!(ctrl_s(&mut app), Effect::None));
-    assert_eq!(app.overlay, Overlay::None);
+    assert_eq!(*app.overlay(), Overlay::None);
     assert_eq!(
-        app.status.as_deref(),
+        app.status(),
         Some("D-Mail accepted: the agent reverts to checkpoint 2 at the end of its step")
     );
     assert_eq!(
@@ -265,7 +269,7 @@ fn compose_send_accept_then_refuse() {
             checkpoint_id: 2,
         })
     );
-    assert!(app.pending_jump.is_some());
+    assert!(app.pending_jump().is_some());
 
     // A second one while the first is pending: DenwaRenji's words, text kept.
     key(&mut app, KeyCode::Char('d'));
@@ -292,8 +296,8 @@ fn compose_send_accept_then_refuse() {
 
     // Esc cancels.
     key(&mut app, KeyCode::Esc);
-    assert_eq!(app.overlay, Overlay::None);
-    assert_eq!(app.status.as_deref(), Some("D-Mail not sent"));
+    assert_eq!(*app.overlay(), Overlay::None);
+    assert_eq!(app.status(), Some("D-Mail not sent"));
 }
 
 #[test]
@@ -335,14 +339,14 @@ fn d_explains_itself_elsewhere() {
     // Not a checkpoint.
     select_at(&mut app, CURRENT, 8);
     assert!(matches!(key(&mut app, KeyCode::Char('d')), Effect::None));
-    assert_eq!(app.overlay, Overlay::None);
-    assert_eq!(app.status.as_deref(), Some(compose::NOT_A_CHECKPOINT));
+    assert_eq!(*app.overlay(), Overlay::None);
+    assert_eq!(app.status(), Some(compose::NOT_A_CHECKPOINT));
     // A checkpoint, and its note, of the old world line.
     for i in [8, 9] {
         select_at(&mut app, OLD, i);
         key(&mut app, KeyCode::Char('d'));
-        assert_eq!(app.overlay, Overlay::None);
-        assert_eq!(app.status.as_deref(), Some(compose::NOT_CURRENT));
+        assert_eq!(*app.overlay(), Overlay::None);
+        assert_eq!(app.status(), Some(compose::NOT_CURRENT));
     }
     insta::assert_snapshot!("d_on_old_world_line_80x24", render(&mut app));
 }
@@ -354,9 +358,9 @@ fn d_on_a_session_without_denwa() {
     select_at(&mut app, CURRENT, 9);
     let e = key(&mut app, KeyCode::Char('d'));
     assert!(matches!(e, Effect::None));
-    assert_eq!(app.overlay, Overlay::None);
+    assert_eq!(*app.overlay(), Overlay::None);
     assert_eq!(
-        app.status.as_deref(),
+        app.status(),
         Some("not live: no DenwaRenji socket for this session")
     );
 }
@@ -388,14 +392,14 @@ fn composing_ignores_the_mouse_and_graph_keys() {
         modifiers: KeyModifiers::NONE,
     });
     assert!(keys::message_for(Mode::Compose, &click).is_none());
-    let cursor = app.cursor;
+    let cursor = app.cursor();
     app.update(Action::Click(Position::new(5, 3)));
     app.update(Action::Wheel(3));
     for code in [KeyCode::Tab, KeyCode::PageDown, KeyCode::Char('G')] {
         key(&mut app, code);
     }
-    assert_eq!(app.cursor, cursor);
-    assert!(matches!(app.overlay, Overlay::Compose(_)));
+    assert_eq!(app.cursor(), cursor);
+    assert!(matches!(app.overlay(), Overlay::Compose(_)));
     // A pasted escape sequence shows, never reaches the terminal raw.
     app.update(Action::ComposePaste("\u{1b}[31mred\r\nline".into()));
     let m = compose_of(&app).message();
@@ -413,7 +417,7 @@ fn the_view_moves_to_the_new_world_line_when_the_revert_lands() {
     key(&mut app, KeyCode::Char('d'));
     type_text(&mut app, MESSAGE);
     ctrl_s(&mut app);
-    assert!(app.pending_jump.is_some());
+    assert!(app.pending_jump().is_some());
     // Selecting by hand turned follow off; the live view has it on.
     key(&mut app, KeyCode::Char('F'));
 
@@ -422,7 +426,7 @@ fn the_view_moves_to_the_new_world_line_when_the_revert_lands() {
         .message(&Message::assistant("end of the step"))
         .unwrap();
     app.update(Live::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
-    assert!(app.pending_jump.is_some());
+    assert!(app.pending_jump().is_some());
 
     // The agent applies the D-Mail at the end of its step.
     let d = s.renji.lock().unwrap().fetch_pending_dmail().unwrap();
@@ -430,9 +434,9 @@ fn the_view_moves_to_the_new_world_line_when_the_revert_lands() {
         .revert_to_checkpoint(d.checkpoint_id, &d.message)
         .unwrap();
     app.update(Live::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
-    assert!(app.pending_jump.is_none());
+    assert!(app.pending_jump().is_none());
     let new = 2;
-    assert_eq!(app.focus, new);
+    assert_eq!(app.focus(), new);
     let r = app.selected().unwrap();
     assert_eq!(r.line, new);
     let meta = session(&app).record(r).unwrap().clone();
@@ -441,14 +445,14 @@ fn the_view_moves_to_the_new_world_line_when_the_revert_lands() {
         meta.marker().as_deref(),
         Some(&Marker::DMailInjection(MESSAGE.into()))
     );
-    assert!(app.status.as_deref().unwrap().contains("landed"));
+    assert!(app.status().unwrap().contains("landed"));
     insta::assert_snapshot!("landed_80x24", render(&mut app));
 
     // Follow keeps the new world line's head in view as it grows.
     s.writer.message(&Message::assistant("after")).unwrap();
     app.update(Live::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
     assert_eq!(app.selected().unwrap().line, new);
-    assert!(app.cursor >= app.scroll);
+    assert!(app.cursor() >= app.scroll());
 }
 
 /// A live session whose current world line, after ⚑1, writes a file, runs
@@ -531,17 +535,19 @@ fn compose_lists_what_stays_on_disk_and_ctrl_o_puts_it_in_the_message() {
     let at1 = checkpoint_at(&app, 1);
     select_at(&mut app, 0, at1);
     key(&mut app, KeyCode::Char('d'));
-    let ses = session(&app);
-    let kept = compose_of(&app).kept(&ses).unwrap();
+    app.prepare();
+    let kept = compose_of(&app).kept().unwrap().clone();
     // The failed edit changed nothing; the failed command may have.
     assert_eq!(
         kept.summary(),
         ["wrote src/lib.rs", "ran `cargo test` (failed)"]
     );
-    let screen = render(&mut app);
+    // Drawing reads only what `prepare` read: without the files, the same.
+    let screen = with_files_gone(&s.dir, || draw_only(&app));
     assert!(screen.contains("stays on disk"), "{screen}");
     assert!(screen.contains("· wrote src/lib.rs"), "{screen}");
     insta::assert_snapshot!("compose_kept_80x24", screen);
+    assert_eq!(render(&mut app), screen);
 
     type_text(&mut app, "Stop guessing. ");
     key_mod(&mut app, KeyCode::Char('o'), KeyModifiers::CONTROL);
@@ -555,7 +561,7 @@ fn compose_lists_what_stays_on_disk_and_ctrl_o_puts_it_in_the_message() {
         Some(Note::Hint(compose::INSERTED.into()))
     );
     insta::assert_snapshot!("compose_kept_inserted_120x40", {
-        app.size = Size::new(120, 40);
+        app.update(worldline::ui::app::Msg::Resize(Size::new(120, 40)));
         render(&mut app)
     });
 
@@ -569,8 +575,12 @@ fn compose_lists_what_stays_on_disk_and_ctrl_o_puts_it_in_the_message() {
     app.update(Live::Snapshot(Arc::new(Session::load(&s.dir).unwrap())));
     let landed = app.selected().unwrap();
     let ses = session(&app);
+    // What the app reads before a frame: the body, and the landing's kept.
+    let mut loaded = worldline::ui::cache::Cache::default();
+    loaded.body(&ses, landed);
+    loaded.landing(&ses, landed);
     let detail: Vec<String> =
-        worldline::ui::detail::lines(&ses, landed, None, &Theme { color: false })
+        worldline::ui::detail::lines(&ses, landed, &loaded, &Theme { color: false })
             .iter()
             .map(|l| l.to_string())
             .collect();
@@ -582,4 +592,12 @@ fn compose_lists_what_stays_on_disk_and_ctrl_o_puts_it_in_the_message() {
         detail[at + 1..at + 3],
         ["   · wrote src/lib.rs", "   · ran `cargo test` (failed)"]
     );
+    // The detail pane says the same from what `prepare` read, files gone.
+    app.prepare();
+    let screen = with_files_gone(&s.dir, || draw_only(&app));
+    assert!(
+        screen.contains("when this D-Mail arrived, these changes"),
+        "{screen}"
+    );
+    assert_eq!(render(&mut app), screen);
 }

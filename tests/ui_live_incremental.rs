@@ -203,7 +203,7 @@ fn draw(app: &mut App) -> Buffer {
 
 /// The two apps agree, and each equals the snapshot built from scratch.
 fn same(inc: &mut App, full: &mut App, s: &Session, what: &str) {
-    let fam = s.agents.get(inc.agent).map(|a| &a.family);
+    let fam = s.agents.get(inc.agent()).map(|a| &a.family);
     // The lazy parts (`]` marks, the filter menu's tools) compared forced.
     let force = |m: &RowModel| {
         let m = m.clone();
@@ -213,29 +213,29 @@ fn same(inc: &mut App, full: &mut App, s: &Session, what: &str) {
         }
         m
     };
-    let built = RowModel::build(s, inc.agent, &inc.filter);
-    assert_eq!(force(&inc.rows), force(&built), "{what}: rows vs built");
-    assert_eq!(force(&inc.rows), force(&full.rows), "{what}: rows");
-    let map = if inc.agent == 0 {
+    let built = RowModel::build(s, inc.agent(), inc.filter());
+    assert_eq!(force(inc.rows()), force(&built), "{what}: rows vs built");
+    assert_eq!(force(inc.rows()), force(full.rows()), "{what}: rows");
+    let map = if inc.agent() == 0 {
         Map::of_session(s)
     } else {
-        let f = &s.agents[inc.agent].family;
+        let f = &s.agents[inc.agent()].family;
         Map::of_family(f, &Order::of(f))
     };
-    assert_eq!(inc.map, map, "{what}: map vs built");
-    assert_eq!(inc.map, full.map, "{what}: map");
+    assert_eq!(inc.map(), &map, "{what}: map vs built");
+    assert_eq!(inc.map(), full.map(), "{what}: map");
     let state = |a: &App| {
         (
-            a.cursor,
-            a.scroll,
-            a.focus,
-            a.follow,
-            a.live,
-            a.leap.map(|l| l.line),
-            a.status.clone(),
+            a.cursor(),
+            a.scroll(),
+            a.focus(),
+            a.follow(),
+            a.live(),
+            a.leap().map(|l| l.line),
+            a.status().map(str::to_string),
             a.selected(),
-            a.search.at,
-            a.search.hits.clone(),
+            a.search().at,
+            a.search().hits.clone(),
         )
     };
     assert_eq!(state(inc), state(full), "{what}: state");
@@ -270,7 +270,7 @@ fn follow_grown(src: &Path, code: bool, seed: u64, max_chunk: usize, follow: boo
     let size = Size::new(W, H);
     let mut inc = App::new(Theme { color: true }, follow, size);
     let mut full = App::new(Theme { color: true }, follow, size);
-    full.incremental = false;
+    full.set_incremental(false);
     let mut rng = Rng::new(seed ^ 0x5eed);
     let mut n = 0;
     let mut extended = 0;
@@ -396,7 +396,7 @@ fn follower_snapshots_extend_as_rebuilt() {
         let size = Size::new(W, H);
         let mut inc = App::new(Theme { color: true }, true, size);
         let mut full = App::new(Theme { color: true }, true, size);
-        full.incremental = false;
+        full.set_incremental(false);
         for (n, s) in seen.snapshots().enumerate() {
             inc.update(Live::Snapshot(s.clone()));
             full.update(Live::Snapshot(s.clone()));
@@ -432,7 +432,7 @@ fn previews_survive_an_append_and_a_new_world_line_not_a_truncation() {
         record: 4,
     };
     assert!(
-        app.cache.get_preview(first).is_some(),
+        app.cache().get_preview(first).is_some(),
         "the first answer is on screen"
     );
 
@@ -440,7 +440,7 @@ fn previews_survive_an_append_and_a_new_world_line_not_a_truncation() {
     write(dir, "context.jsonl", &lines);
     app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
     assert_eq!(
-        app.cache.get_preview(first),
+        app.cache().get_preview(first),
         Some("answer 0"),
         "kept across an append, before any prepare"
     );
@@ -450,7 +450,7 @@ fn previews_survive_an_append_and_a_new_world_line_not_a_truncation() {
     app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
     assert_eq!(app.family().unwrap().lines.len(), 2);
     assert_eq!(
-        app.cache.get_preview(first),
+        app.cache().get_preview(first),
         Some("answer 0"),
         "a new world line keeps the old lines' records"
     );
@@ -460,7 +460,7 @@ fn previews_survive_an_append_and_a_new_world_line_not_a_truncation() {
     write(dir, "context_1.jsonl", &lines[..6]);
     app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
     assert_eq!(
-        app.cache.get_preview(first),
+        app.cache().get_preview(first),
         None,
         "a truncation reads again"
     );

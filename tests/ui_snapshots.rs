@@ -28,7 +28,7 @@ fn fixture_dir(name: &str) -> std::path::PathBuf {
 fn app_on_dir(dir: &Path, w: u16, h: u16) -> App {
     let mut app = App::new(Theme { color: false }, false, Size::new(w, h));
     // The checkout's path would show in the header; this stands for it.
-    app.work_dir = Some("~/project".into());
+    app.set_work_dir(Some("~/project".into()));
     app.update(Live::Snapshot(Arc::new(Session::load(dir).unwrap())));
     app
 }
@@ -39,7 +39,7 @@ fn app_on(name: &str, w: u16, h: u16) -> App {
 
 fn render(app: &mut App) -> String {
     app.prepare();
-    let mut term = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    let mut term = Terminal::new(TestBackend::new(app.size().width, app.size().height)).unwrap();
     term.draw(|f| view::draw(f, app)).unwrap();
     term.backend().to_string()
 }
@@ -51,7 +51,7 @@ const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
 fn render_colour(app: &mut App) -> String {
     use ratatui::style::Color;
     app.prepare();
-    let mut term = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    let mut term = Terminal::new(TestBackend::new(app.size().width, app.size().height)).unwrap();
     term.draw(|f| view::draw(f, app)).unwrap();
     let buf = term.backend().buffer().clone();
     let mut out = String::new();
@@ -122,7 +122,7 @@ fn steps_and_map() {
 fn colour() {
     for (w, h) in SIZES {
         let mut app = App::new(Theme { color: true }, false, Size::new(w, h));
-        app.work_dir = Some("~/project".into());
+        app.set_work_dir(Some("~/project".into()));
         app.update(Live::Snapshot(Arc::new(
             Session::load(&fixture_dir("dmail_twice")).unwrap(),
         )));
@@ -154,7 +154,7 @@ fn detail() {
     press(&mut app, "aG");
     for _ in 0..30 {
         let r = app.selected().unwrap();
-        let meta = app.session.as_ref().unwrap().record(r).unwrap().clone();
+        let meta = app.session().unwrap().record(r).unwrap().clone();
         if !meta.tool_calls().is_empty() {
             break;
         }
@@ -176,7 +176,7 @@ fn help() {
     let s = Arc::new(s);
     for (w, h) in SIZES {
         let mut app = App::new(Theme { color: false }, false, Size::new(w, h));
-        app.work_dir = Some("~/project".into());
+        app.set_work_dir(Some("~/project".into()));
         app.update(Live::Snapshot(s.clone()));
         press(&mut app, "?");
         let screen = render(&mut app);
@@ -255,7 +255,7 @@ fn the_footer_keeps_help_and_quit_at_80x24() {
     press_code(&mut app, KeyCode::Enter);
     press(&mut app, "j");
     press_code(&mut app, KeyCode::Enter);
-    assert!(app.expanded);
+    assert!(app.expanded());
     let screen = render(&mut app);
     let footer = screen.lines().last().unwrap();
     assert!(
@@ -285,7 +285,7 @@ fn escapes_are_shown_not_executed_and_wide_text_aligns() {
     let tmp = hostile_session();
     let mut app = app_on_dir(&tmp.path().join("hostile-session"), 80, 24);
     // The temp dir's name changes every run; the header shows this instead.
-    app.work_dir = Some("~/hostile".into());
+    app.set_work_dir(Some("~/hostile".into()));
     press(&mut app, "agjjj");
     app.prepare();
     let mut term = Terminal::new(TestBackend::new(80, 24)).unwrap();

@@ -120,6 +120,11 @@ impl Tool {
         source_of(self).checkpoint_word()
     }
 
+    /// See [`Source::dmail_to_marks`].
+    pub fn dmail_to_marks(self) -> bool {
+        source_of(self).dmail_to_marks()
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Tool::KimiCli => "kimi-cli",

@@ -102,6 +102,12 @@ pub trait Source: Sync {
         "checkpoint"
     }
 
+    /// Can a D-Mail send the agent back to one of those marked positions
+    /// (kimi-cli's checkpoints)? The detail pane promises it only then.
+    fn dmail_to_marks(&self) -> bool {
+        false
+    }
+
     /// What D-Mail the session at `path` can take: the compose box, `d`,
     /// the footer and `send` ask this.
     fn dmail_route(&self, _path: &Path) -> DMailRoute {

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use crate::model::{Body, Marker, Part, Role};
 use crate::text::sanitize_line;
+use crate::worldline::revert::{self, Kept};
 use crate::worldline::{RecordRef, Session};
 
 const MAX_PREVIEWS: usize = 2048;
@@ -24,6 +25,9 @@ pub struct Cache {
     bodies: Vec<(RecordRef, Result<Body, String>)>,
     /// Previews that say their record could not be read.
     failed: Vec<RecordRef>,
+    /// The last D-Mail landing looked at: its injection, the agent's world
+    /// lines then, and what the line it left had changed on disk.
+    landing: Option<(RecordRef, usize, Option<Kept>)>,
 }
 
 impl Cache {
@@ -31,6 +35,7 @@ impl Cache {
         self.previews.clear();
         self.bodies.clear();
         self.failed.clear();
+        self.landing = None;
     }
 
     /// Forgets what could not be read, keeping the rest: for a snapshot
@@ -89,6 +94,30 @@ impl Cache {
         self.previews.insert(r, sanitize_line(&text, PREVIEW_COLS));
     }
 
+    /// For a D-Mail's landing `r`: reads what the world line it left had
+    /// changed on disk by then, unless read already for as many world lines.
+    pub fn landing(&mut self, s: &Session, r: RecordRef) {
+        let Some(meta) = s.record(r) else { return };
+        if !matches!(meta.marker().as_deref(), Some(Marker::DMailInjection(_))) {
+            return;
+        }
+        let lines = lines_of(s, r);
+        if matches!(&self.landing, Some((at, n, _)) if *at == r && *n == lines) {
+            return;
+        }
+        let mut load = |x| s.body(x).ok();
+        let kept = revert::kept_at_landing(s, r.agent, r.line, &mut load);
+        self.landing = Some((r, lines, kept));
+    }
+
+    /// What [`Cache::landing`] read for `r`, if it is current.
+    pub fn get_landing(&self, s: &Session, r: RecordRef) -> Option<&Kept> {
+        match &self.landing {
+            Some((at, n, kept)) if *at == r && *n == lines_of(s, r) => kept.as_ref(),
+            _ => None,
+        }
+    }
+
     pub fn body(&mut self, s: &Session, r: RecordRef) {
         if self.get_body(r).is_some() {
             return;
@@ -98,6 +127,10 @@ impl Cache {
         }
         self.bodies.push((r, s.body(r).map_err(|e| e.to_string())));
     }
+}
+
+fn lines_of(s: &Session, r: RecordRef) -> usize {
+    s.agents.get(r.agent).map_or(0, |a| a.family.lines.len())
 }
 
 /// A preview from a huge record's first bytes: its first text, or what

@@ -1,15 +1,14 @@
 //! The compare screen: two world lines side by side from where they part
 //! (`c` on the session screen). A screen of its own: it owns its state
 //! (the pair, the comparison, the selected row and pane, an opened step),
-//! its update, its key table ([`KEYS`], which feeds its keys, its help and
-//! its footer) and its drawing. All disk reads happen in [`Screen::prepare`]
+//! its update, its key table ([`keys::COMPARE`], which feeds its keys, its
+//! help and its footer) and its drawing. All disk reads happen in [`Screen::prepare`]
 //! (the comparison, an opened step's bodies); `draw` reads prepared state.
 //! Live: a snapshot that grew either line makes `prepare` compare again, so
 //! a growing line extends its pane.
 
 use std::sync::Arc;
 
-use ratatui::crossterm::event::KeyCode;
 use ratatui::layout::{Constraint, Layout, Rect, Size};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -24,111 +23,9 @@ use crate::worldline::compare::{compare, default_pair, Comparison, LineSummary, 
 use crate::worldline::Session;
 
 use super::app::Action;
-use super::keys::{Binding, Code};
+use super::keys::{self, COMPARE};
+use super::pane::ListPane;
 use super::theme::Theme;
-
-const fn ch(c: char) -> Code {
-    Code(KeyCode::Char(c), false)
-}
-
-const fn k(code: KeyCode) -> Code {
-    Code(code, false)
-}
-
-/// The compare screen's keys: what they do here, its help and its footer.
-pub const KEYS: &[Binding] = &[
-    Binding {
-        keys: "j/k ↑/↓",
-        what: "move both panes together, a step at a time",
-        footer: Some(("j/k step", 0)),
-        codes: &[ch('j'), k(KeyCode::Down)],
-        action: || Action::Move(1),
-    },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('k'), k(KeyCode::Up)],
-        action: || Action::Move(-1),
-    },
-    Binding {
-        keys: "PgDn PgUp",
-        what: "page down / up",
-        footer: None,
-        codes: &[k(KeyCode::PageDown), ch(' ')],
-        action: || Action::Page(1),
-    },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[k(KeyCode::PageUp)],
-        action: || Action::Page(-1),
-    },
-    Binding {
-        keys: "g/G",
-        what: "the shared part, the last step",
-        footer: None,
-        codes: &[ch('g'), k(KeyCode::Home)],
-        action: || Action::Top,
-    },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('G'), k(KeyCode::End)],
-        action: || Action::Bottom,
-    },
-    Binding {
-        keys: "Tab",
-        what: "switch pane",
-        footer: Some(("Tab pane", 1)),
-        codes: &[k(KeyCode::Tab), k(KeyCode::BackTab)],
-        action: || Action::SwitchLine(1),
-    },
-    Binding {
-        keys: "h/l",
-        what: "compare another world line in this pane (previous / next)",
-        footer: Some(("h/l line", 3)),
-        codes: &[ch('l')],
-        action: || Action::Mark(1),
-    },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('h')],
-        action: || Action::Mark(-1),
-    },
-    Binding {
-        keys: "Enter",
-        what: "open the step of this pane: its text, calls, edits as diffs",
-        footer: Some(("⏎ open", 2)),
-        codes: &[k(KeyCode::Enter), k(KeyCode::Right)],
-        action: || Action::Expand,
-    },
-    Binding {
-        keys: "Esc Bksp",
-        what: "close the step; again: back to the session",
-        footer: Some(("Esc back", 4)),
-        codes: &[k(KeyCode::Esc), k(KeyCode::Backspace), k(KeyCode::Left)],
-        action: || Action::Back,
-    },
-    Binding {
-        keys: "?",
-        what: "this help",
-        footer: None,
-        codes: &[ch('?')],
-        action: || Action::Help,
-    },
-    Binding {
-        keys: "q ^C",
-        what: "quit",
-        footer: None,
-        codes: &[ch('q')],
-        action: || Action::Quit,
-    },
-];
 
 /// What an update asks of the app.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -175,9 +72,9 @@ pub struct Screen {
     error: Option<String>,
     /// What `cmp` was computed from: the pair and both lines' lengths.
     stamp: Option<([usize; 2], [usize; 2], usize)>,
-    /// Selected row: 0 is the shared part, then the aligned steps.
-    row: usize,
-    scroll: usize,
+    /// Selected row (0 is the shared part, then the aligned steps): one
+    /// list for both panes, which move together.
+    list: ListPane,
     pane: usize,
     opened: Option<Opened>,
     help: bool,
@@ -194,8 +91,7 @@ impl Screen {
             cmp: None,
             error: None,
             stamp: None,
-            row: 0,
-            scroll: 0,
+            list: ListPane::default(),
             pane: 1,
             opened: None,
             help: false,
@@ -217,7 +113,7 @@ impl Screen {
             .family;
         let (a, b) = default_pair(f, Some(focus)).map_err(|e| e.to_string())?;
         let mut s = Screen::new(session.clone(), agent, a, b, size);
-        s.row = 1;
+        s.list.set_cursor(1);
         Ok(s)
     }
 
@@ -238,7 +134,7 @@ impl Screen {
 
     /// The selected row: 0 the shared part, then one per aligned step.
     pub fn row(&self) -> usize {
-        self.row
+        self.list.cursor()
     }
 
     /// Whether a step is open.
@@ -284,11 +180,11 @@ impl Screen {
                     self.error = Some(e.to_string());
                 }
             }
-            self.row = self.row.min(self.rows().saturating_sub(1));
+            self.list
+                .select(self.list.cursor(), self.rows(), self.list_height());
             if let Some(o) = &mut self.opened {
                 o.lines = None;
             }
-            self.keep_in_view();
         }
         if let Some(o) = &self.opened {
             if o.lines.is_none() {
@@ -310,24 +206,13 @@ impl Screen {
     }
 
     fn keep_in_view(&mut self) {
-        let h = self.list_height();
-        if self.row < self.scroll {
-            self.scroll = self.row;
-        } else if self.row >= self.scroll + h {
-            self.scroll = self.row + 1 - h;
-        }
-    }
-
-    fn select(&mut self, row: isize) {
-        let last = self.rows().saturating_sub(1) as isize;
-        self.row = row.clamp(0, last) as usize;
-        self.keep_in_view();
+        self.list.keep_in_view(self.rows(), self.list_height());
     }
 
     /// The step of `side` on the selected row.
     fn step_at(&self, side: usize) -> Option<usize> {
         let c = self.cmp.as_ref()?;
-        let r = c.rows.get(self.row.checked_sub(1)?)?;
+        let r = c.rows.get(self.list.cursor().checked_sub(1)?)?;
         if side == 0 {
             r.a
         } else {
@@ -346,21 +231,23 @@ impl Screen {
         if let Some(o) = &mut self.opened {
             match action {
                 Action::Move(d) | Action::Wheel(d) => {
-                    o.scroll = super::app::offset(o.scroll as usize, d) as u16
+                    o.scroll = super::geometry::offset(o.scroll as usize, d) as u16
                 }
-                Action::Page(d) => o.scroll = super::app::offset(o.scroll as usize, d * 10) as u16,
+                Action::Page(d) => {
+                    o.scroll = super::geometry::offset(o.scroll as usize, d * 10) as u16
+                }
                 Action::Quit => return Outcome::Quit,
                 Action::Help => self.help = true,
                 _ => self.opened = None,
             }
             return Outcome::Stay;
         }
-        let page = self.list_height() as isize;
+        let page = self.list_height();
         match action {
-            Action::Move(d) | Action::Wheel(d) => self.select(self.row as isize + d),
-            Action::Page(d) => self.select(self.row as isize + d * page),
-            Action::Top => self.select(0),
-            Action::Bottom => self.select(isize::MAX / 2),
+            Action::Move(d) | Action::Wheel(d) => self.list.move_by(d, self.rows(), page),
+            Action::Page(d) => self.list.move_by(d * page as isize, self.rows(), page),
+            Action::Top => self.list.select(0, self.rows(), page),
+            Action::Bottom => self.list.select(usize::MAX, self.rows(), page),
             Action::SwitchLine(_) => self.pane = 1 - self.pane,
             Action::Mark(d) => self.other_line(d),
             Action::Expand => {
@@ -396,8 +283,8 @@ impl Screen {
         }
         if l != self.pair[1 - self.pane] {
             self.pair[self.pane] = l;
-            self.row = 1;
-            self.scroll = 0;
+            self.list.reset();
+            self.list.set_cursor(1);
         }
     }
 
@@ -551,25 +438,9 @@ fn halves(area: Rect) -> (Rect, Rect, Rect) {
     (a, gap, b)
 }
 
-/// The footer for `width` columns from [`KEYS`].
+/// The footer for `width` columns from [`COMPARE`].
 pub fn footer(width: usize) -> String {
-    let mut items: Vec<(&str, u8)> = KEYS.iter().filter_map(|b| b.footer).collect();
-    items.sort_by_key(|&(_, rank)| rank);
-    let tail = super::keys::FOOTER_TAIL;
-    let budget = width.saturating_sub(width_of(tail) + 2);
-    let mut out = String::from(" ");
-    for (label, _) in items {
-        if width_of(&out) + width_of(label) + 2 <= budget {
-            out.push_str(label);
-            out.push_str("  ");
-        }
-    }
-    out.push_str(tail);
-    out
-}
-
-fn width_of(s: &str) -> usize {
-    width(s)
+    keys::footer_of(COMPARE, width, |_| true).0
 }
 
 fn fit(s: &str, cols: usize) -> String {
@@ -681,8 +552,8 @@ pub fn draw(f: &mut Frame, s: &Screen, t: &Theme, status: Option<&str>) {
     let half = sa.width.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
     let h = a.steps.height as usize;
-    for row in s.scroll..(s.scroll + h).min(s.rows()) {
-        let selected = row == s.row;
+    for row in s.list.shown(s.rows(), h) {
+        let selected = row == s.list.cursor();
         if row == 0 {
             let text = format!("≡ {}", fork_words(c));
             let style = if selected { t.selected() } else { t.dim() };
@@ -886,7 +757,7 @@ fn draw_step(f: &mut Frame, s: &Screen, o: &Opened, t: &Theme) {
 
 fn draw_help(f: &mut Frame, t: &Theme) {
     let area = centered(f.area(), 76, 16);
-    let mut lines: Vec<Line> = KEYS
+    let mut lines: Vec<Line> = COMPARE
         .iter()
         .filter(|b| !b.keys.is_empty())
         .map(|b| {

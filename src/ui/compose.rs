@@ -5,7 +5,6 @@
 //! checkpoint, or a server that undoes turns). Revert semantics live in
 //! `worldline::revert`.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
 
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -89,7 +88,8 @@ pub struct Compose {
     pub sending: bool,
     /// What the revert leaves on disk, for the world line as it was when
     /// last looked at (its length is the key: the agent may go on working).
-    kept: RefCell<Option<(KeptKey, Option<Kept>)>>,
+    /// Read by [`Compose::prepare`], before a frame; drawing only reads it.
+    kept: Option<(KeptKey, Option<Kept>)>,
 }
 
 type KeptKey = (usize, usize, usize);
@@ -117,29 +117,40 @@ impl Compose {
             text,
             note: None,
             sending: false,
-            kept: RefCell::new(None),
+            kept: None,
         }
     }
 
-    /// What a revert to the target leaves on disk, read now if the world
-    /// line changed since the last look. `None` when the target moved.
-    pub fn kept(&self, session: &Session) -> Option<Kept> {
-        let f = &session.agents.get(self.target.agent)?.family;
-        let current = f.lines.iter().rposition(|l| l.current)?;
+    /// Reads what a revert to the target leaves on disk, if the world line
+    /// changed since the last look (the app calls this before each frame).
+    pub fn prepare(&mut self, session: &Session) {
+        let Some(f) = session.agents.get(self.target.agent).map(|a| &a.family) else {
+            self.kept = None;
+            return;
+        };
+        let Some(current) = f.lines.iter().rposition(|l| l.current) else {
+            self.kept = None;
+            return;
+        };
         let key = (f.lines.len(), current, f.line_len(current));
-        let mut cache = self.kept.borrow_mut();
-        if cache.as_ref().map(|(k, _)| *k) != Some(key) {
+        if self.kept.as_ref().map(|(k, _)| *k) != Some(key) {
             let mut load = |r| session.body(r).ok();
             let kept = revert::kept_by_revert(session, &self.target, &mut load);
-            *cache = Some((key, kept));
+            self.kept = Some((key, kept));
         }
-        cache.as_ref().and_then(|(_, k)| k.clone())
+    }
+
+    /// What [`Compose::prepare`] read: `None` when the target moved or
+    /// nothing was read yet.
+    pub fn kept(&self) -> Option<&Kept> {
+        self.kept.as_ref().and_then(|(_, k)| k.as_ref())
     }
 
     /// Ctrl-O: the kept-changes summary goes into the message at the
     /// cursor, on lines of its own.
     pub fn insert_kept(&mut self, session: &Session) {
-        let Some(kept) = self.kept(session).filter(|k| !k.is_empty()) else {
+        self.prepare(session);
+        let Some(kept) = self.kept().filter(|k| !k.is_empty()).cloned() else {
             self.note = Some(Note::Hint(NOTHING_KEPT.into()));
             return;
         };
@@ -347,10 +358,10 @@ fn kept_section(c: &Compose, kept: Option<&Kept>, w: usize, t: &Theme) -> Vec<Li
     }
 }
 
+/// Draws from the index and what [`Compose::prepare`] read.
 pub fn draw(f: &mut Frame, session: &Session, c: &Compose, t: &Theme) {
-    let kept = c.kept(session);
     let w = 72.min(f.area().width).saturating_sub(2) as usize;
-    let kept_rows = kept_section(c, kept.as_ref(), w, t);
+    let kept_rows = kept_section(c, c.kept(), w, t);
     let area = area(f.area(), kept_rows.len() as u16);
     let block = Block::bordered().title(match c.target.back {
         Back::Checkpoint(cp) => format!(" D-Mail → checkpoint {cp} "),
@@ -440,28 +451,9 @@ pub fn draw(f: &mut Frame, session: &Session, c: &Compose, t: &Theme) {
 }
 
 /// The detail of a D-Mail landing (`r` its injection): what the world line
-/// it left had done after the checkpoint, on disk when the D-Mail arrived.
-/// Remembered for the last landing shown: drawing happens every frame and
-/// the old world line's file no longer changes.
-pub fn landing_detail(out: &mut Vec<Line<'static>>, s: &Session, r: RecordRef, t: &Theme) {
-    /// Session dir, landing record, world lines then, and what was kept.
-    type Memo = (PathBuf, RecordRef, usize, Option<Kept>);
-    thread_local! {
-        static LAST: RefCell<Option<Memo>> = const { RefCell::new(None) };
-    }
-    let lines = s.agents.get(r.agent).map_or(0, |a| a.family.lines.len());
-    let kept = LAST.with(|last| {
-        let mut last = last.borrow_mut();
-        match last.as_ref() {
-            Some((dir, at, n, k)) if *dir == s.dir && *at == r && *n == lines => k.clone(),
-            _ => {
-                let mut load = |x| s.body(x).ok();
-                let k = revert::kept_at_landing(s, r.agent, r.line, &mut load);
-                *last = Some((s.dir.clone(), r, lines, k.clone()));
-                k
-            }
-        }
-    });
+/// it left had done after the checkpoint, on disk when the D-Mail arrived
+/// (read before the frame by [`super::cache::Cache::landing`]).
+pub fn landing_detail(out: &mut Vec<Line<'static>>, kept: Option<&Kept>, t: &Theme) {
     let Some(kept) = kept else { return };
     out.push(Line::default());
     if kept.is_empty() {
@@ -473,7 +465,7 @@ pub fn landing_detail(out: &mut Vec<Line<'static>>, s: &Session, r: RecordRef, t
         return;
     }
     out.extend(kept_lines(
-        &kept,
+        kept,
         "when this D-Mail arrived, these changes were already on disk:",
         None,
         200,

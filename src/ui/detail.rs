@@ -5,21 +5,20 @@
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use crate::model::{Body, Marker, Part, Role};
+use crate::model::{Marker, Part, Role};
 use crate::text::{sanitize, sanitize_line};
 use crate::worldline::{Family, ForkKind, RecordRef, Session};
 
+use super::cache::Cache;
 use super::theme::{line_name, Theme};
 
 /// Bytes of one part shown; the rest is summarised (bodies can be 20 MB).
 const MAX_PART: usize = 64 * 1024;
 
-pub fn lines(
-    s: &Session,
-    r: RecordRef,
-    body: Option<&Result<Body, String>>,
-    t: &Theme,
-) -> Vec<Line<'static>> {
+/// The lines for record `r`, from what `cache` holds: its body and, for a
+/// D-Mail's landing, what was on disk then (read before the frame).
+pub fn lines(s: &Session, r: RecordRef, cache: &Cache, t: &Theme) -> Vec<Line<'static>> {
+    let body = cache.get_body(r);
     let mut out: Vec<Line<'static>> = Vec::new();
     let Some(agent) = s.agents.get(r.agent) else {
         return out;
@@ -72,7 +71,7 @@ pub fn lines(
     match meta.marker().as_deref() {
         Some(Marker::DMailInjection(msg)) => {
             dmail_injection(&mut out, f, r, msg, t);
-            super::compose::landing_detail(&mut out, s, r, t);
+            super::compose::landing_detail(&mut out, cache.get_landing(s, r), t);
         }
         Some(Marker::DMailResult(res)) => out.push(Line::from(Span::styled(
             match res {
@@ -113,9 +112,11 @@ pub fn lines(
         Role::Checkpoint => {
             let n = meta.checkpoint().unwrap_or(-1);
             // Only an agent that takes D-Mails at checkpoints can go back.
-            out.push(Line::from(match s.tool.checkpoint_word() {
-                "checkpoint" => format!("checkpoint {n} — a D-Mail can send the agent back here"),
-                word => format!("{word} {n} begins"),
+            let word = s.tool.checkpoint_word();
+            out.push(Line::from(if s.tool.dmail_to_marks() {
+                format!("{word} {n} — a D-Mail can send the agent back here")
+            } else {
+                format!("{word} {n} begins")
             }));
             return out;
         }

@@ -2,11 +2,12 @@
 //! reply, and the jump to the new world line once it appears. Pure like the
 //! rest of `update`: liveness and sending come back as effects.
 
-use super::app::{Action, App, Effect, Overlay};
 use super::compose::{self, Note, PendingJump, Reply, SendRequest};
+use super::msg::{Action, Effect};
+use super::session::{Overlay, SessionScreen};
 use super::theme::line_name;
 
-impl App {
+impl SessionScreen {
     /// Does the agent shown write ⚑ checkpoints (what a D-Mail goes back
     /// to)? Some formats have none: `d` is then not offered.
     pub fn has_checkpoints(&self) -> bool {

@@ -101,6 +101,15 @@ pub fn scroll_off(list_height: usize) -> usize {
     (list_height / 6).min(3)
 }
 
+/// `base` moved by `d`, saturating at both ends.
+pub fn offset(base: usize, d: isize) -> usize {
+    if d < 0 {
+        base.saturating_sub(d.unsigned_abs())
+    } else {
+        base.saturating_add(d as usize)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use crate::worldline::{RecordRef, Session, SessionLink};
 
-use super::app::{Anchor, App, Effect};
+use super::msg::Effect;
+use super::session::{Anchor, SessionScreen};
 
 /// A session left for another: where to come back to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +27,7 @@ pub enum Arrival {
     ForkPoint,
 }
 
-impl App {
+impl SessionScreen {
     /// The row of the main agent's record `r` (owned by the line that wrote it).
     fn row_of_record(&self, s: &Session, r: RecordRef) -> Option<usize> {
         self.rows.row_of(s.main().owner_of(r)?)
@@ -83,7 +84,7 @@ impl App {
         points.sort();
         let here = self
             .rows
-            .row_at(self.cursor)
+            .row_at(self.list.cursor())
             .map(|row| self.shown_rows(row))
             .unwrap_or(0..0);
         if let Some(&(_, k)) = points.iter().find(|(row, _)| here.contains(row)) {

@@ -18,8 +18,14 @@ pub enum Mode {
     SearchInput,
     /// Typing a D-Mail: every key goes to the text but Ctrl-S, Esc, Ctrl-C.
     Compose,
-    /// The compare screen: its own table ([`super::compare::KEYS`]).
+    /// The compare screen ([`COMPARE`]).
     Compare,
+    /// The filter menu or the subagent list is open ([`MENU`]).
+    Menu,
+    /// The help is open ([`HELP`]).
+    Help,
+    /// Choosing a session ([`PICKER`]).
+    Picker,
 }
 
 /// A key: its code and whether Ctrl is held.
@@ -250,6 +256,273 @@ pub const TABLE: &[Binding] = &[
     },
 ];
 
+/// The compare screen's keys: what they do here, its help and its footer.
+pub const COMPARE: &[Binding] = &[
+    Binding {
+        keys: "j/k ↑/↓",
+        what: "move both panes together, a step at a time",
+        footer: Some(("j/k step", 0)),
+        codes: &[ch('j'), k(KeyCode::Down)],
+        action: || Action::Move(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('k'), k(KeyCode::Up)],
+        action: || Action::Move(-1),
+    },
+    Binding {
+        keys: "PgDn PgUp",
+        what: "page down / up",
+        footer: None,
+        codes: &[k(KeyCode::PageDown), ch(' ')],
+        action: || Action::Page(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[k(KeyCode::PageUp)],
+        action: || Action::Page(-1),
+    },
+    Binding {
+        keys: "g/G",
+        what: "the shared part, the last step",
+        footer: None,
+        codes: &[ch('g'), k(KeyCode::Home)],
+        action: || Action::Top,
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('G'), k(KeyCode::End)],
+        action: || Action::Bottom,
+    },
+    Binding {
+        keys: "Tab",
+        what: "switch pane",
+        footer: Some(("Tab pane", 1)),
+        codes: &[k(KeyCode::Tab), k(KeyCode::BackTab)],
+        action: || Action::SwitchLine(1),
+    },
+    Binding {
+        keys: "h/l",
+        what: "compare another world line in this pane (previous / next)",
+        footer: Some(("h/l line", 3)),
+        codes: &[ch('l')],
+        action: || Action::Mark(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('h')],
+        action: || Action::Mark(-1),
+    },
+    Binding {
+        keys: "Enter",
+        what: "open the step of this pane: its text, calls, edits as diffs",
+        footer: Some(("⏎ open", 2)),
+        codes: &[k(KeyCode::Enter), k(KeyCode::Right)],
+        action: || Action::Expand,
+    },
+    Binding {
+        keys: "Esc Bksp",
+        what: "close the step; again: back to the session",
+        footer: Some(("Esc back", 4)),
+        codes: &[k(KeyCode::Esc), k(KeyCode::Backspace), k(KeyCode::Left)],
+        action: || Action::Back,
+    },
+    Binding {
+        keys: "?",
+        what: "this help",
+        footer: None,
+        codes: &[ch('?')],
+        action: || Action::Help,
+    },
+    Binding {
+        keys: "q ^C",
+        what: "quit",
+        footer: None,
+        codes: &[ch('q')],
+        action: || Action::Quit,
+    },
+];
+
+/// The filter menu's and the subagent list's keys; any key not here
+/// closes the menu too.
+pub const MENU: &[Binding] = &[
+    Binding {
+        keys: "j/k ↑/↓",
+        what: "choose",
+        footer: Some(("j/k choose", 0)),
+        codes: &[ch('j'), k(KeyCode::Down)],
+        action: || Action::Move(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('k'), k(KeyCode::Up)],
+        action: || Action::Move(-1),
+    },
+    Binding {
+        keys: "g/G",
+        what: "first, last",
+        footer: None,
+        codes: &[ch('g'), k(KeyCode::Home)],
+        action: || Action::Top,
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('G'), k(KeyCode::End)],
+        action: || Action::Bottom,
+    },
+    Binding {
+        keys: "Enter →",
+        what: "pick",
+        footer: Some(("Enter picks", 1)),
+        codes: &[k(KeyCode::Enter), k(KeyCode::Right)],
+        action: || Action::Expand,
+    },
+    Binding {
+        keys: "Esc",
+        what: "close (any other key too)",
+        footer: Some(("Esc closes", 2)),
+        codes: &[k(KeyCode::Esc), k(KeyCode::Backspace), k(KeyCode::Left)],
+        action: || Action::Back,
+    },
+    Binding {
+        keys: "q ^C",
+        what: "quit",
+        footer: None,
+        codes: &[ch('q')],
+        action: || Action::Quit,
+    },
+];
+
+/// The help's keys; any other key closes it.
+pub const HELP: &[Binding] = &[
+    Binding {
+        keys: "j/k ↑/↓",
+        what: "scroll",
+        footer: Some(("j/k scroll", 0)),
+        codes: &[ch('j'), k(KeyCode::Down)],
+        action: || Action::Move(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('k'), k(KeyCode::Up)],
+        action: || Action::Move(-1),
+    },
+    Binding {
+        keys: "PgDn PgUp",
+        what: "scroll a page",
+        footer: None,
+        codes: &[k(KeyCode::PageDown), ch(' ')],
+        action: || Action::Page(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[k(KeyCode::PageUp)],
+        action: || Action::Page(-1),
+    },
+    Binding {
+        keys: "Esc",
+        what: "close (any other key too)",
+        footer: Some(("any other key closes", 1)),
+        codes: &[k(KeyCode::Esc)],
+        action: || Action::Back,
+    },
+];
+
+/// The session picker's keys.
+pub const PICKER: &[Binding] = &[
+    Binding {
+        keys: "j/k ↑/↓",
+        what: "choose a session",
+        footer: Some(("↑/↓ choose", 0)),
+        codes: &[ch('j'), k(KeyCode::Down)],
+        action: || Action::Move(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('k'), k(KeyCode::Up)],
+        action: || Action::Move(-1),
+    },
+    Binding {
+        keys: "PgDn PgUp",
+        what: "a page down / up",
+        footer: None,
+        codes: &[k(KeyCode::PageDown), ch(' ')],
+        action: || Action::Page(1),
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[k(KeyCode::PageUp)],
+        action: || Action::Page(-1),
+    },
+    Binding {
+        keys: "g/G",
+        what: "first, last",
+        footer: None,
+        codes: &[ch('g'), k(KeyCode::Home)],
+        action: || Action::Top,
+    },
+    Binding {
+        keys: "",
+        what: "",
+        footer: None,
+        codes: &[ch('G'), k(KeyCode::End)],
+        action: || Action::Bottom,
+    },
+    Binding {
+        keys: "Enter",
+        what: "open it",
+        footer: Some(("Enter open", 1)),
+        codes: &[k(KeyCode::Enter), k(KeyCode::Right)],
+        action: || Action::Expand,
+    },
+    Binding {
+        keys: "?",
+        what: "what the keys do, on the status line",
+        footer: None,
+        codes: &[ch('?')],
+        action: || Action::Help,
+    },
+    Binding {
+        keys: "q ^C Esc",
+        what: "quit",
+        footer: Some(("q quit", 2)),
+        codes: &[ch('q'), k(KeyCode::Esc)],
+        action: || Action::Quit,
+    },
+];
+
+/// The table that reads keys in `mode` (none while typing).
+pub fn table(mode: Mode) -> &'static [Binding] {
+    match mode {
+        Mode::Normal => TABLE,
+        Mode::Compare => COMPARE,
+        Mode::Menu => MENU,
+        Mode::Help => HELP,
+        Mode::Picker => PICKER,
+        Mode::SearchInput | Mode::Compose => &[],
+    }
+}
+
 /// Always at the end of a footer, whatever the width.
 pub const FOOTER_TAIL: &str = "? help  q quit";
 
@@ -265,7 +538,18 @@ pub fn footer_where(
     width: usize,
     offered: impl Fn(&Binding) -> bool,
 ) -> (String, Vec<&'static str>) {
-    let mut items: Vec<(&str, u8)> = TABLE
+    footer_of(TABLE, width, offered)
+}
+
+/// The footer of `table` for `width` columns: its best-ranked keys that
+/// fit (of those `offered` keeps), then `? help  q quit`; and the keys left
+/// out.
+pub fn footer_of(
+    table: &'static [Binding],
+    width: usize,
+    offered: impl Fn(&Binding) -> bool,
+) -> (String, Vec<&'static str>) {
+    let mut items: Vec<(&str, u8)> = table
         .iter()
         .filter(|b| offered(b))
         .filter_map(|b| b.footer)
@@ -330,15 +614,26 @@ pub fn key(mode: Mode, k: &KeyEvent) -> Option<Action> {
         };
     }
     let code = Code(k.code, ctrl);
-    let table = if mode == Mode::Compare {
-        super::compare::KEYS
-    } else {
-        TABLE
-    };
-    table
+    let bound = table(mode)
         .iter()
         .find(|b| b.codes.contains(&code))
-        .map(|b| (b.action)())
+        .map(|b| (b.action)());
+    match mode {
+        // A popup closes on any key it has no use for.
+        Mode::Menu | Mode::Help => bound.or(Some(Action::Back)),
+        _ => bound,
+    }
+}
+
+/// One line naming what `table`'s keys do, for a popup's title.
+pub fn title_of(table: &'static [Binding]) -> String {
+    let mut items: Vec<(&str, u8)> = table.iter().filter_map(|b| b.footer).collect();
+    items.sort_by_key(|&(_, rank)| rank);
+    items
+        .iter()
+        .map(|(label, _)| *label)
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 fn mouse(m: &MouseEvent) -> Option<Action> {
@@ -386,15 +681,40 @@ mod tests {
 
     #[test]
     fn no_key_is_bound_twice_and_every_bound_key_is_in_the_help() {
-        let mut seen = Vec::new();
-        for b in TABLE {
-            for c in b.codes {
-                assert!(!seen.contains(c), "{c:?} bound twice");
-                seen.push(*c);
+        for mode in [
+            Mode::Normal,
+            Mode::Compare,
+            Mode::Menu,
+            Mode::Help,
+            Mode::Picker,
+        ] {
+            let table = table(mode);
+            let mut seen = Vec::new();
+            for b in table {
+                for c in b.codes {
+                    assert!(!seen.contains(c), "{mode:?}: {c:?} bound twice");
+                    seen.push(*c);
+                }
             }
+            // A line without its own help text shares the line above it.
+            assert!(!table[0].keys.is_empty(), "{mode:?}");
+            // Each says in one line what its keys do (a popup's title).
+            assert!(!title_of(table).is_empty(), "{mode:?}");
         }
-        // A line without its own help text shares the line above it.
-        assert!(!TABLE[0].keys.is_empty());
+    }
+
+    #[test]
+    fn a_popup_closes_on_a_key_it_has_no_use_for_and_the_session_screen_does_not() {
+        let press = |mode, c| key(mode, &KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+        assert!(matches!(press(Mode::Menu, 'x'), Some(Action::Back)));
+        assert!(matches!(press(Mode::Help, 'x'), Some(Action::Back)));
+        assert!(press(Mode::Normal, 'x').is_none());
+        assert!(press(Mode::Picker, 'x').is_none());
+        // The menu's own keys are its own: `j` moves in it, `q` quits.
+        assert!(matches!(press(Mode::Menu, 'j'), Some(Action::Move(1))));
+        assert!(matches!(press(Mode::Menu, 'q'), Some(Action::Quit)));
+        // The session screen's `c` is not a menu key: it closes the menu.
+        assert!(matches!(press(Mode::Menu, 'c'), Some(Action::Back)));
     }
 
     #[test]

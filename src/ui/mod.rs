@@ -17,10 +17,13 @@ pub mod hop;
 pub mod keys;
 pub mod layout;
 pub mod map;
+mod msg;
+pub mod pane;
 pub mod picker;
 mod popup;
 pub mod rows;
 pub mod search;
+pub mod session;
 pub mod steps;
 pub mod terminal;
 pub mod theme;
@@ -192,8 +195,8 @@ fn event_loop(
             match effect {
                 Effect::Quit => break Ok(()),
                 Effect::Open(d) => {
-                    app.follow = follow || recently_modified(&d);
-                    app.work_dir = work_dir_of(&d);
+                    app.set_follow(follow || recently_modified(&d));
+                    app.set_work_dir(work_dir_of(&d));
                     current = None;
                     match open(&d, poll, &tx) {
                         Ok(o) => current = Some(o),
@@ -208,7 +211,7 @@ fn event_loop(
                         tx.send(Incoming::Msg(f.into())).is_ok()
                     });
                     if let Err(e) = sent {
-                        app.status = Some(format!("cannot search: {e}"));
+                        app.say(format!("cannot search: {e}"));
                     }
                 }
                 Effect::CancelSearch => search_cancel.store(true, Ordering::Relaxed),
@@ -268,9 +271,8 @@ fn handle(app: &mut App, m: Incoming) -> Effect {
             let mode = app.mode();
             match keys::message_for(mode, &ev) {
                 Some(a) => {
-                    if matches!(ev, Event::Key(_)) && app.search.input.is_none() {
-                        // A key press clears the last status message.
-                        app.status = None;
+                    if matches!(ev, Event::Key(_)) {
+                        app.key_pressed();
                     }
                     app.update(a)
                 }

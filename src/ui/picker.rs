@@ -1,6 +1,6 @@
 //! The session picker: its state (the sessions, the selection), its update
-//! and its draw. Drawing and clicks share `first_shown`, so a click lands on
-//! the row it was drawn on even when the list is scrolled.
+//! and its draw. Drawing and clicks share one [`ListPane`], so a click lands
+//! on the row it was drawn on even when the list is scrolled.
 
 use ratatui::layout::{Rect, Size};
 use ratatui::style::Style;
@@ -11,43 +11,48 @@ use ratatui::Frame;
 use crate::sources::SessionSummary;
 use crate::text::{sanitize_line, truncate};
 
-use super::app::{offset, Action, Effect};
 use super::geometry::{self, picker_list_area};
+use super::msg::{Action, Effect};
+use super::pane::ListPane;
 use super::theme::Theme;
 
 #[derive(Debug, Clone)]
 pub struct Picker {
-    pub sessions: Vec<SessionSummary>,
-    pub sel: usize,
-}
-
-/// First session drawn when `sel` is selected in a list `h` rows high.
-pub fn first_shown(sel: usize, h: usize) -> usize {
-    sel.saturating_sub(h.saturating_sub(1))
+    sessions: Vec<SessionSummary>,
+    list: ListPane,
 }
 
 impl Picker {
+    pub fn new(sessions: Vec<SessionSummary>) -> Picker {
+        Picker {
+            sessions,
+            list: ListPane::default(),
+        }
+    }
+
+    /// Position of the selected session.
+    pub fn selected(&self) -> usize {
+        self.list.cursor()
+    }
+
     /// A key or click on the picker.
     pub fn update(&mut self, action: Action, size: Size) -> Effect {
-        let p = self;
-        let n = p.sessions.len();
+        let n = self.sessions.len();
+        let list = geometry::picker_list_area(size);
+        let h = list.height as usize;
         match action {
-            Action::Move(d) | Action::Wheel(d) => p.sel = offset(p.sel, d).min(n.saturating_sub(1)),
-            Action::Page(d) => p.sel = offset(p.sel, d * 10).min(n.saturating_sub(1)),
-            Action::Top => p.sel = 0,
-            Action::Bottom => p.sel = n.saturating_sub(1),
+            Action::Move(d) | Action::Wheel(d) => self.list.move_by(d, n, h),
+            Action::Page(d) => self.list.move_by(d * h.max(1) as isize, n, h),
+            Action::Top => self.list.select(0, n, h),
+            Action::Bottom => self.list.select(usize::MAX, n, h),
             Action::Expand => {
-                if let Some(s) = p.sessions.get(p.sel) {
+                if let Some(s) = self.sessions.get(self.list.cursor()) {
                     return Effect::Open(s.dir.clone());
                 }
             }
-            Action::Click(pos) => {
-                let list = geometry::picker_list_area(size);
-                if list.contains(pos) {
-                    let i = first_shown(p.sel, list.height as usize) + (pos.y - list.y) as usize;
-                    if i < n {
-                        p.sel = i;
-                    }
+            Action::Click(pos) if list.contains(pos) => {
+                if let Some(i) = self.list.at((pos.y - list.y) as usize, n) {
+                    self.list.select(i, n, h);
                 }
             }
             Action::Quit | Action::Back => return Effect::Quit,
@@ -87,9 +92,9 @@ pub fn draw(f: &mut Frame, p: &Picker, t: &Theme) {
         header,
     );
     let h = list.height as usize;
-    let first = first_shown(p.sel, h);
     let mut lines = Vec::new();
-    for (i, s) in p.sessions.iter().enumerate().skip(first).take(h) {
+    for i in p.list.shown(p.sessions.len(), h) {
+        let s = &p.sessions[i];
         let text = format!(
             " {:<16}  {:>5}  {:>4}  {} · {}",
             crate::export::format_time(s.modified as f64),
@@ -99,7 +104,7 @@ pub fn draw(f: &mut Frame, p: &Picker, t: &Theme) {
             sanitize_line(&s.id, 36)
         );
         let text = truncate(&text, w);
-        let style = if i == p.sel {
+        let style = if i == p.list.cursor() {
             t.selected()
         } else {
             Style::new()
@@ -112,7 +117,10 @@ pub fn draw(f: &mut Frame, p: &Picker, t: &Theme) {
     f.render_widget(Paragraph::new(lines), list);
     let footer = Rect::new(0, size.height.saturating_sub(1), size.width, 1);
     f.render_widget(
-        Paragraph::new(Span::styled(" ↑/↓ choose  Enter open  q quit", t.dim())),
+        Paragraph::new(Span::styled(
+            format!(" {}", super::keys::title_of(super::keys::PICKER)),
+            t.dim(),
+        )),
         footer,
     );
 }

@@ -9,20 +9,28 @@ use ratatui::Frame;
 
 use crate::text::{sanitize_line, truncate};
 
-use super::app::{offset, Action, App, Effect, FilterItem, Overlay};
+use super::geometry::offset;
+use super::msg::{Action, Effect};
 use super::rows::RoleFilter;
+use super::session::{FilterItem, Overlay, SessionScreen};
 use super::view::{centered, plural};
 
-impl App {
+impl SessionScreen {
     pub(super) fn update_subagents(&mut self, sel: usize, action: Action) -> Effect {
         let n = self
             .session
             .as_ref()
             .map_or(0, |s| s.agents.len().saturating_sub(1));
         match action {
-            Action::Move(d) => {
+            Action::Move(d) | Action::Wheel(d) => {
                 self.overlay = Overlay::Subagents {
                     sel: offset(sel, d).min(n.saturating_sub(1)),
+                }
+            }
+            Action::Top => self.overlay = Overlay::Subagents { sel: 0 },
+            Action::Bottom => {
+                self.overlay = Overlay::Subagents {
+                    sel: n.saturating_sub(1),
                 }
             }
             Action::Expand => {
@@ -141,7 +149,7 @@ impl App {
     }
 }
 
-pub fn draw_help(f: &mut Frame, app: &App, scroll: u16) {
+pub fn draw_help(f: &mut Frame, app: &SessionScreen, scroll: u16) {
     let t = &app.theme;
     let area = centered(f.area(), 86, 40);
     let (_, hidden) = super::keys::footer_where(f.area().width as usize, |b| app.offers(b));
@@ -205,14 +213,17 @@ pub fn draw_help(f: &mut Frame, app: &App, scroll: u16) {
         ),
     ]));
     let p = Paragraph::new(lines)
-        .block(Block::bordered().title(" help — j/k scroll · any other key closes "))
+        .block(Block::bordered().title(format!(
+            " help — {} ",
+            super::keys::title_of(super::keys::HELP)
+        )))
         .wrap(Wrap { trim: false })
         .scroll((scroll, 0));
     f.render_widget(Clear, area);
     f.render_widget(p, area);
 }
 
-pub fn draw_filter_menu(f: &mut Frame, app: &App, sel: usize) {
+pub fn draw_filter_menu(f: &mut Frame, app: &SessionScreen, sel: usize) {
     let t = &app.theme;
     let items = app.filter_items();
     let h = (items.len() as u16 + 2).min(f.area().height.saturating_sub(2));
@@ -231,13 +242,15 @@ pub fn draw_filter_menu(f: &mut Frame, app: &App, sel: usize) {
         let style = if i == sel { t.selected() } else { Style::new() };
         lines.push(Line::from(Span::styled(text, style)));
     }
-    let p =
-        Paragraph::new(lines).block(Block::bordered().title(" show — Enter picks, Esc closes "));
+    let p = Paragraph::new(lines).block(Block::bordered().title(format!(
+        " show — {} ",
+        super::keys::title_of(super::keys::MENU)
+    )));
     f.render_widget(Clear, area);
     f.render_widget(p, area);
 }
 
-pub fn draw_subagents(f: &mut Frame, app: &App, sel: usize) {
+pub fn draw_subagents(f: &mut Frame, app: &SessionScreen, sel: usize) {
     let t = &app.theme;
     let Some(s) = &app.session else { return };
     let n = s.agents.len().saturating_sub(1) as u16;
@@ -265,8 +278,10 @@ pub fn draw_subagents(f: &mut Frame, app: &App, sel: usize) {
         };
         lines.push(Line::from(Span::styled(text, style)));
     }
-    let p = Paragraph::new(lines)
-        .block(Block::bordered().title(" subagents — Enter opens, Esc closes "));
+    let p = Paragraph::new(lines).block(Block::bordered().title(format!(
+        " subagents — {} ",
+        super::keys::title_of(super::keys::MENU)
+    )));
     f.render_widget(Clear, area);
     f.render_widget(p, area);
 }

@@ -13,29 +13,29 @@ use crate::model::{Marker, RecordMeta, Role};
 use crate::text::{sanitize_line, truncate, width};
 use crate::worldline::{Family, RecordRef};
 
-use super::app::{App, LiveState, Overlay};
+use super::app::{App, Screen};
 use super::detail;
 use super::divergence;
+use super::session::{LiveState, Overlay, SessionScreen};
 use super::theme::line_name;
 
 pub use super::geometry::{picker_list_area, Areas};
 
+/// Draws the screen in front, from prepared state.
 pub fn draw(f: &mut Frame, app: &App) {
-    let size = f.area().as_size();
-    if app.session.is_none() {
-        if let Some(p) = &app.picker {
-            super::picker::draw(f, p, &app.theme);
-        } else {
-            let msg = Paragraph::new("loading the session…").style(app.theme.dim());
+    match (app.screen(), app.picker(), app.compare_screen()) {
+        (Screen::Picker, Some(p), _) => super::picker::draw(f, p, app.theme()),
+        (Screen::Compare, _, Some(c)) => super::compare::draw(f, c, app.theme(), app.status()),
+        (Screen::Session, ..) => draw_session(f, app.session_screen()),
+        _ => {
+            let msg = Paragraph::new("loading the session…").style(app.theme().dim());
             f.render_widget(msg, f.area());
         }
-        return;
     }
-    let _ = size;
-    if let Some(c) = app.compare_screen() {
-        super::compare::draw(f, c, &app.theme, app.status.as_deref());
-        return;
-    }
+}
+
+/// The session screen and its open popup.
+fn draw_session(f: &mut Frame, app: &SessionScreen) {
     let a = app.areas();
     draw_header(f, app, a.header);
     super::map::draw(
@@ -64,7 +64,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     }
 }
 
-fn draw_header(f: &mut Frame, app: &App, area: Rect) {
+fn draw_header(f: &mut Frame, app: &SessionScreen, area: Rect) {
     let t = &app.theme;
     let Some(s) = &app.session else { return };
     let w = area.width as usize;
@@ -193,13 +193,13 @@ pub(super) fn plural(n: usize) -> &'static str {
     }
 }
 
-fn draw_graph(f: &mut Frame, app: &App, area: Rect) {
+fn draw_graph(f: &mut Frame, app: &SessionScreen, area: Rect) {
     let Some(fam) = app.family() else { return };
     let h = area.height as usize;
     let w = area.width as usize;
     let max_lanes = ((w.saturating_sub(40)) / 2).clamp(1, 8);
     let mut lines = Vec::with_capacity(h);
-    for pos in app.scroll..(app.scroll + h).min(app.rows.len()) {
+    for pos in app.list.shown(app.rows.len(), h) {
         lines.push(row_line(app, fam, pos, w, max_lanes));
     }
     if app.rows.is_empty() {
@@ -213,7 +213,13 @@ fn draw_graph(f: &mut Frame, app: &App, area: Rect) {
 
 /// One drawn row: lanes, the tip label, the checkpoint gutter, a tag, the
 /// text and right-hand facts. A step head stands for its whole step.
-fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> Line<'static> {
+fn row_line(
+    app: &SessionScreen,
+    fam: &Family,
+    pos: usize,
+    w: usize,
+    max_lanes: usize,
+) -> Line<'static> {
     let t = &app.theme;
     let Some(row) = app.rows.row_at(pos) else {
         return Line::default();
@@ -257,7 +263,7 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
     } else {
         '○'
     };
-    let selected = pos == app.cursor;
+    let selected = pos == app.list.cursor();
     let on_focus = app.on_line(app.focus, r);
     let base = if on_focus { Style::new() } else { t.dim() };
     let mut spans: Vec<Span<'static>> = Vec::new();
@@ -340,7 +346,7 @@ fn row_line(app: &App, fam: &Family, pos: usize, w: usize, max_lanes: usize) -> 
 
 /// "⑂ /undo e299ef2f" when a fork session leaves inside `covers`; on a
 /// fork, "⑂ copied up to here" at its own fork point.
-fn fork_mark(app: &App, fam: &Family, covers: std::ops::Range<usize>) -> Option<String> {
+fn fork_mark(app: &SessionScreen, fam: &Family, covers: std::ops::Range<usize>) -> Option<String> {
     let s = app.session.as_deref()?;
     if app.agent != 0 {
         return None;
@@ -367,7 +373,7 @@ fn fork_mark(app: &App, fam: &Family, covers: std::ops::Range<usize>) -> Option<
 }
 
 /// `[name] [other]`: the labels on the records of rows `covers`.
-fn label_names(app: &App, covers: std::ops::Range<usize>) -> Option<String> {
+fn label_names(app: &SessionScreen, covers: std::ops::Range<usize>) -> Option<String> {
     let labels = &app.session.as_deref()?.agents.get(app.agent)?.labels;
     if labels.is_empty() {
         return None;
@@ -386,7 +392,10 @@ fn label_names(app: &App, covers: std::ops::Range<usize>) -> Option<String> {
 }
 
 /// Gutter, tag, its style, text and right-hand facts of a step row.
-fn describe_step(app: &App, st: &super::steps::Step) -> (String, String, Style, String, String) {
+fn describe_step(
+    app: &SessionScreen,
+    st: &super::steps::Step,
+) -> (String, String, Style, String, String) {
     use super::steps::StepKind;
     let t = &app.theme;
     let gutter = st.checkpoint.map(|c| format!("⚑{c}")).unwrap_or_default();
@@ -451,7 +460,7 @@ pub fn short_tokens(n: u64) -> String {
 
 /// Tag, its style, preview text and right-hand facts of a record.
 fn describe(
-    app: &App,
+    app: &SessionScreen,
     fam: &Family,
     r: RecordRef,
     meta: &RecordMeta,
@@ -575,7 +584,7 @@ fn describe(
     }
 }
 
-fn draw_detail(f: &mut Frame, app: &App, area: Rect, side: bool) {
+fn draw_detail(f: &mut Frame, app: &SessionScreen, area: Rect, side: bool) {
     let t = &app.theme;
     let block = if app.expanded {
         Block::default()
@@ -590,7 +599,7 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect, side: bool) {
         f.render_widget(block, area);
         return;
     };
-    let lines = detail::lines(s, r, app.cache.get_body(r), t);
+    let lines = detail::lines(s, r, &app.cache, t);
     let p = Paragraph::new(lines)
         .block(block)
         .wrap(Wrap { trim: false })
@@ -598,7 +607,7 @@ fn draw_detail(f: &mut Frame, app: &App, area: Rect, side: bool) {
     f.render_widget(p, area);
 }
 
-fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
+fn draw_footer(f: &mut Frame, app: &SessionScreen, area: Rect) {
     let t = &app.theme;
     let line = if let Some(q) = &app.search.input {
         Line::from(vec![

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use worldline::ui::app::{App, Effect};
-use worldline::ui::keys::{self, Mode};
+use worldline::ui::keys;
 use worldline::ui::search;
 
 /// Presses keys by their characters.
@@ -19,12 +19,7 @@ pub fn press(app: &mut App, typed: &str) -> Effect {
 
 /// Presses one key, in the mode the app is in (typing a search or not).
 pub fn press_code(app: &mut App, code: KeyCode) -> Effect {
-    let mode = if app.search.input.is_some() {
-        Mode::SearchInput
-    } else {
-        Mode::Normal
-    };
-    match keys::key(mode, &KeyEvent::new(code, KeyModifiers::NONE)) {
+    match keys::key(app.mode(), &KeyEvent::new(code, KeyModifiers::NONE)) {
         Some(a) => app.update(a),
         None => Effect::None,
     }

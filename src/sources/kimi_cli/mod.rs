@@ -377,6 +377,10 @@ impl super::Source for KimiCli {
         Locator::from_env().sessions_root().display().to_string()
     }
 
+    fn dmail_to_marks(&self) -> bool {
+        true
+    }
+
     fn dmail_route(&self, path: &Path) -> crate::denwa::DMailRoute {
         crate::denwa::DMailRoute::Checkpoints {
             dir: path.to_path_buf(),
