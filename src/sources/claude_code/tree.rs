@@ -348,7 +348,10 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
             Some(ps) if rank[ps] < rank[s] => {
                 let p = parent[starts[s]] as usize;
                 let pp = &paths[ps];
-                let at = pp.iter().position(|&x| x as usize == p).map_or(0, |k| k + 1);
+                let at = pp
+                    .iter()
+                    .position(|&x| x as usize == p)
+                    .map_or(0, |k| k + 1);
                 pp[..at].to_vec()
             }
             _ => Vec::new(),
