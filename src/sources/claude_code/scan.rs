@@ -248,6 +248,17 @@ impl Scan {
         };
         let mut rest = Scan::new(name, path);
         rest.bytes = cut;
+        // The second half's tables are made here, not on its thread: a
+        // buffer grows in the arena that made it, and only the main one
+        // hands its freed top back (`malloc_trim`); a thread's arena would
+        // keep tens of MB resident once they are freed. Sized as recorded
+        // files need (an entry per ~1.7 KB, an extra per two, a call per
+        // four, a byte of kept text per ~95): more grows as it must.
+        let est = ((g.len - cut) / 1024).min(1 << 26) as usize;
+        rest.entries.reserve(est);
+        rest.extras.reserve(est / 2);
+        rest.calls.reserve(est / 4);
+        rest.strs.reserve(est * 16);
         let (first, second) = std::thread::scope(|t| {
             let h = t.spawn(|| {
                 feed(&mut rest, cut, g.len)?;
