@@ -1,6 +1,7 @@
 //! The compare screen (`c`) through the UI's public API, as a user drives
 //! it: typed keys, snapshots of the screen at 80×24 and 120×40 on the
-//! fixtures (a D-Mail, two D-Mails, Kimi Code undos), the step opened with
+//! fixtures (a D-Mail, two D-Mails, Kimi Code undos, a Claude Code rewind,
+//! a Pi `/tree` move, a Codex rollback), the step opened with
 //! its write as a diff, Esc back, and a line that grows while compared.
 
 mod common;
@@ -237,4 +238,84 @@ fn records_not_read_are_said_not_hidden() {
     let screen = render(&mut app);
     assert!(app.compare_screen().is_some());
     assert!(screen.contains("records not read"), "{screen}");
+}
+
+/// The first session file of fixture case `case` ("claude-code/resume_at").
+fn append_only(case: &str) -> PathBuf {
+    common::append_only_sessions()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(case))
+        .unwrap_or_else(|| panic!("no session in {case}"))
+}
+
+#[test]
+fn a_rewind_a_tree_move_and_a_rollback_compare_from_where_they_part() {
+    let cases = [
+        ("claude-code/resume_at", "rewind", "claude_code_rewind"),
+        ("pi/tree_nav", "/tree move", "pi_tree_move"),
+        ("codex/r_revert_compact", "rollback", "codex_rollback"),
+    ];
+    for (case, why, snap) in cases {
+        let session = append_only(case);
+        // What `worldline compare --format json` says of the same pair.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+            .args(["compare", "--format", "json"])
+            .arg(&session)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{case}: {out:?}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let names = [
+            json["lines"][0]["name"].as_str().unwrap(),
+            json["lines"][1]["name"].as_str().unwrap(),
+        ];
+        for (w, h) in SIZES {
+            let mut app = app_on(&session, w, h);
+            keys_typed(&mut app, "c");
+            let screen = render(&mut app);
+            let c = app.compare_screen().expect("c opens the compare screen");
+            let cmp = c.comparison().expect("compared");
+            assert_eq!(
+                serde_json::json!(cmp.fork.shared),
+                json["fork"]["records"],
+                "{case}: the screen parts where `compare` does"
+            );
+            let title = format!("compare {} ↔ {}", names[0], names[1]);
+            assert!(screen.contains(&title), "{case} {w}x{h}:\n{screen}");
+            assert!(screen.contains("shared: "), "{case} {w}x{h}:\n{screen}");
+            assert!(screen.contains(why), "{case} {w}x{h}:\n{screen}");
+            insta::assert_snapshot!(format!("{snap}_{w}x{h}"), screen);
+        }
+    }
+}
+
+#[test]
+fn c_on_a_world_line_compares_it_with_the_one_marked() {
+    let twice = common::fixture_session("kimi-cli", "dmail_twice");
+    for (w, h) in SIZES {
+        let mut app = app_on(&twice, w, h);
+        assert_eq!(app.focus(), 2, "γ, the current line, has the focus");
+        // Mark α, go back to γ, compare the two: they part at ⚑1.
+        keys_typed(&mut app, "hhC");
+        assert_eq!(app.focus(), 0);
+        assert!(
+            app.status().unwrap().starts_with("α marked"),
+            "{:?}",
+            app.status()
+        );
+        keys_typed(&mut app, "llc");
+        let screen = render(&mut app);
+        assert_eq!(app.compare_screen().unwrap().pair(), (0, 2));
+        assert!(screen.contains("compare α ↔ γ"), "{w}x{h}:\n{screen}");
+        assert!(screen.contains("up to ⚑1"), "{w}x{h}:\n{screen}");
+        // Back; C on α again unmarks it: c is γ and its parent again.
+        key(&mut app, KeyCode::Esc);
+        keys_typed(&mut app, "hhCllc");
+        assert_eq!(app.compare_screen().unwrap().pair(), (1, 2));
+        // A mark on the focused line itself is no pair: the parent it is.
+        key(&mut app, KeyCode::Esc);
+        keys_typed(&mut app, "Cc");
+        assert_eq!(app.compare_screen().unwrap().pair(), (1, 2));
+    }
 }

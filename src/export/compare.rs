@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use crate::text::{sanitize_line, truncate, width};
-use crate::worldline::compare::{Comparison, FileTouch, LineSummary, Step};
+use crate::worldline::compare::{Comparison, FileTouch, LineSummary, Step, StepKind};
 use crate::worldline::names::line_name;
 use crate::worldline::tools::Effect;
 use crate::worldline::Session;
@@ -100,7 +100,13 @@ pub fn file_words(f: &FileTouch) -> String {
 /// One step on one line: `⚑3 asst  WriteFile out.txt ✓ · Shell ls ✓`.
 pub fn step_words(st: &Step, cols: usize) -> String {
     let cp = st.checkpoint.map(|c| format!("⚑{c} ")).unwrap_or_default();
-    let mut s = format!("{cp}{} ", st.kind.tag());
+    let tag = st.kind.tag();
+    // A compaction's own text may already start with its tag (`⊜ …`).
+    let mut s = if st.kind == StepKind::Compaction && st.text.starts_with(tag) {
+        cp
+    } else {
+        format!("{cp}{tag} ")
+    };
     if st.calls.is_empty() {
         s.push_str(&st.text);
     } else {

@@ -82,8 +82,15 @@ pub struct Screen {
 }
 
 impl Screen {
-    /// The screen on `session`'s agent `agent`, world lines `a` and `b`.
+    /// The screen on `session`'s agent `agent`, world lines `a` and `b`,
+    /// on the first step after their fork.
     pub fn new(session: Arc<Session>, agent: usize, a: usize, b: usize, size: Size) -> Screen {
+        let mut s = Screen::bare(session, agent, a, b, size);
+        s.list.set_cursor(1);
+        s
+    }
+
+    fn bare(session: Arc<Session>, agent: usize, a: usize, b: usize, size: Size) -> Screen {
         Screen {
             agent,
             pair: [a, b],
@@ -112,9 +119,7 @@ impl Screen {
             .ok_or_else(|| format!("no agent {agent}"))?
             .family;
         let (a, b) = default_pair(f, Some(focus)).map_err(|e| e.to_string())?;
-        let mut s = Screen::new(session.clone(), agent, a, b, size);
-        s.list.set_cursor(1);
-        Ok(s)
+        Ok(Screen::new(session.clone(), agent, a, b, size))
     }
 
     /// The two world lines compared, left pane first.

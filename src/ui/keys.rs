@@ -56,6 +56,62 @@ pub struct Binding {
     pub action: fn() -> Action,
 }
 
+// Lines several tables share.
+
+/// k and ↑: up a row (listed with j).
+const UP: Binding = Binding {
+    keys: "",
+    what: "",
+    footer: None,
+    codes: &[ch('k'), k(KeyCode::Up)],
+    action: || Action::Move(-1),
+};
+
+/// G and End: the last row (listed with g).
+const TO_BOTTOM: Binding = Binding {
+    keys: "",
+    what: "",
+    footer: None,
+    codes: &[ch('G'), k(KeyCode::End)],
+    action: || Action::Bottom,
+};
+
+/// ? opens the help.
+const HELP_KEY: Binding = Binding {
+    keys: "?",
+    what: "this help",
+    footer: None,
+    codes: &[ch('?')],
+    action: || Action::Help,
+};
+
+/// q quits (^C too, everywhere).
+const QUIT: Binding = Binding {
+    keys: "q ^C",
+    what: "quit",
+    footer: None,
+    codes: &[ch('q')],
+    action: || Action::Quit,
+};
+
+/// PgUp: a page up (listed with PgDn).
+const PAGE_UP: Binding = Binding {
+    keys: "",
+    what: "",
+    footer: None,
+    codes: &[k(KeyCode::PageUp)],
+    action: || Action::Page(-1),
+};
+
+/// g and Home: the first row.
+const TO_TOP: Binding = Binding {
+    keys: "g/G",
+    what: "first, last",
+    footer: None,
+    codes: &[ch('g'), k(KeyCode::Home)],
+    action: || Action::Top,
+};
+
 /// The session screen's keys.
 pub const TABLE: &[Binding] = &[
     Binding {
@@ -65,13 +121,7 @@ pub const TABLE: &[Binding] = &[
         codes: &[ch('j'), k(KeyCode::Down)],
         action: || Action::Move(1),
     },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('k'), k(KeyCode::Up)],
-        action: || Action::Move(-1),
-    },
+    UP,
     Binding {
         keys: "PgDn Space ^D",
         what: "page down",
@@ -93,13 +143,7 @@ pub const TABLE: &[Binding] = &[
         codes: &[ch('g'), k(KeyCode::Home)],
         action: || Action::Top,
     },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('G'), k(KeyCode::End)],
-        action: || Action::Bottom,
-    },
+    TO_BOTTOM,
     Binding {
         keys: "Enter →",
         what: "unfold / fold a step; on a record: the whole record",
@@ -207,10 +251,17 @@ pub const TABLE: &[Binding] = &[
     },
     Binding {
         keys: "c",
-        what: "compare the focused world line with its parent, side by side from their fork",
+        what: "compare the focused world line with the marked one (C), else its parent",
         footer: Some(("c compare", 13)),
         codes: &[ch('c')],
         action: || Action::Compare,
+    },
+    Binding {
+        keys: "C",
+        what: "mark the focused world line: c on another then compares the two",
+        footer: None,
+        codes: &[ch('C')],
+        action: || Action::CompareMark,
     },
     Binding {
         keys: "s",
@@ -240,20 +291,8 @@ pub const TABLE: &[Binding] = &[
         codes: &[k(KeyCode::Esc), k(KeyCode::Backspace)],
         action: || Action::Back,
     },
-    Binding {
-        keys: "?",
-        what: "this help",
-        footer: None,
-        codes: &[ch('?')],
-        action: || Action::Help,
-    },
-    Binding {
-        keys: "q ^C",
-        what: "quit",
-        footer: None,
-        codes: &[ch('q')],
-        action: || Action::Quit,
-    },
+    HELP_KEY,
+    QUIT,
 ];
 
 /// The compare screen's keys: what they do here, its help and its footer.
@@ -265,13 +304,7 @@ pub const COMPARE: &[Binding] = &[
         codes: &[ch('j'), k(KeyCode::Down)],
         action: || Action::Move(1),
     },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('k'), k(KeyCode::Up)],
-        action: || Action::Move(-1),
-    },
+    UP,
     Binding {
         keys: "PgDn PgUp",
         what: "page down / up",
@@ -279,13 +312,7 @@ pub const COMPARE: &[Binding] = &[
         codes: &[k(KeyCode::PageDown), ch(' ')],
         action: || Action::Page(1),
     },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[k(KeyCode::PageUp)],
-        action: || Action::Page(-1),
-    },
+    PAGE_UP,
     Binding {
         keys: "g/G",
         what: "the shared part, the last step",
@@ -293,13 +320,7 @@ pub const COMPARE: &[Binding] = &[
         codes: &[ch('g'), k(KeyCode::Home)],
         action: || Action::Top,
     },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('G'), k(KeyCode::End)],
-        action: || Action::Bottom,
-    },
+    TO_BOTTOM,
     Binding {
         keys: "Tab",
         what: "switch pane",
@@ -335,20 +356,8 @@ pub const COMPARE: &[Binding] = &[
         codes: &[k(KeyCode::Esc), k(KeyCode::Backspace), k(KeyCode::Left)],
         action: || Action::Back,
     },
-    Binding {
-        keys: "?",
-        what: "this help",
-        footer: None,
-        codes: &[ch('?')],
-        action: || Action::Help,
-    },
-    Binding {
-        keys: "q ^C",
-        what: "quit",
-        footer: None,
-        codes: &[ch('q')],
-        action: || Action::Quit,
-    },
+    HELP_KEY,
+    QUIT,
 ];
 
 /// The filter menu's and the subagent list's keys; any key not here
@@ -361,27 +370,9 @@ pub const MENU: &[Binding] = &[
         codes: &[ch('j'), k(KeyCode::Down)],
         action: || Action::Move(1),
     },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('k'), k(KeyCode::Up)],
-        action: || Action::Move(-1),
-    },
-    Binding {
-        keys: "g/G",
-        what: "first, last",
-        footer: None,
-        codes: &[ch('g'), k(KeyCode::Home)],
-        action: || Action::Top,
-    },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('G'), k(KeyCode::End)],
-        action: || Action::Bottom,
-    },
+    UP,
+    TO_TOP,
+    TO_BOTTOM,
     Binding {
         keys: "Enter →",
         what: "pick",
@@ -396,13 +387,7 @@ pub const MENU: &[Binding] = &[
         codes: &[k(KeyCode::Esc), k(KeyCode::Backspace), k(KeyCode::Left)],
         action: || Action::Back,
     },
-    Binding {
-        keys: "q ^C",
-        what: "quit",
-        footer: None,
-        codes: &[ch('q')],
-        action: || Action::Quit,
-    },
+    QUIT,
 ];
 
 /// The help's keys; any other key closes it.
@@ -414,13 +399,7 @@ pub const HELP: &[Binding] = &[
         codes: &[ch('j'), k(KeyCode::Down)],
         action: || Action::Move(1),
     },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('k'), k(KeyCode::Up)],
-        action: || Action::Move(-1),
-    },
+    UP,
     Binding {
         keys: "PgDn PgUp",
         what: "scroll a page",
@@ -428,13 +407,7 @@ pub const HELP: &[Binding] = &[
         codes: &[k(KeyCode::PageDown), ch(' ')],
         action: || Action::Page(1),
     },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[k(KeyCode::PageUp)],
-        action: || Action::Page(-1),
-    },
+    PAGE_UP,
     Binding {
         keys: "Esc",
         what: "close (any other key too)",
@@ -453,13 +426,7 @@ pub const PICKER: &[Binding] = &[
         codes: &[ch('j'), k(KeyCode::Down)],
         action: || Action::Move(1),
     },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('k'), k(KeyCode::Up)],
-        action: || Action::Move(-1),
-    },
+    UP,
     Binding {
         keys: "PgDn PgUp",
         what: "a page down / up",
@@ -467,27 +434,9 @@ pub const PICKER: &[Binding] = &[
         codes: &[k(KeyCode::PageDown), ch(' ')],
         action: || Action::Page(1),
     },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[k(KeyCode::PageUp)],
-        action: || Action::Page(-1),
-    },
-    Binding {
-        keys: "g/G",
-        what: "first, last",
-        footer: None,
-        codes: &[ch('g'), k(KeyCode::Home)],
-        action: || Action::Top,
-    },
-    Binding {
-        keys: "",
-        what: "",
-        footer: None,
-        codes: &[ch('G'), k(KeyCode::End)],
-        action: || Action::Bottom,
-    },
+    PAGE_UP,
+    TO_TOP,
+    TO_BOTTOM,
     Binding {
         keys: "Enter",
         what: "open it",

@@ -59,8 +59,11 @@ pub enum Action {
     /// Ctrl-O in the compose box: insert what a revert leaves on disk.
     ComposeInsertKept,
     ComposeCancel,
-    /// `c`: the compare screen on the focused world line and its parent.
+    /// `c`: the compare screen on the focused world line and the marked
+    /// one, else its parent.
     Compare,
+    /// `C`: mark (or unmark) the focused world line for `c`.
+    CompareMark,
     Quit,
     Click(Position),
     Wheel(isize),

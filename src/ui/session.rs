@@ -123,6 +123,9 @@ pub struct SessionScreen {
     pub(super) leap: Option<Leap>,
     /// How long a leap stays on screen ([`LEAP`]).
     pub(super) leap_time: Duration,
+    /// A world line marked with `C` (agent, line): `c` compares it with the
+    /// focused one.
+    compare_mark: Option<(usize, usize)>,
     pub(super) agent: usize,
     /// The selected world line.
     pub(super) focus: usize,
@@ -167,6 +170,7 @@ impl SessionScreen {
             show_map: true,
             leap: None,
             leap_time: LEAP,
+            compare_mark: None,
             agent: 0,
             focus: 0,
             list: ListPane::default(),
@@ -206,11 +210,43 @@ impl SessionScreen {
         }
     }
 
-    /// `c`: the compare screen on the focused line and its parent, or why
-    /// there is none (said on the status line).
+    /// `C`: marks the focused world line for `c` (again: unmarks it).
+    fn mark_for_compare(&mut self) {
+        let name = super::theme::line_name(self.focus);
+        if self.compare_mark == Some((self.agent, self.focus)) {
+            self.compare_mark = None;
+            self.status = Some(format!("{name} unmarked"));
+        } else {
+            self.compare_mark = Some((self.agent, self.focus));
+            self.status = Some(format!(
+                "{name} marked: c on another world line compares the two (C again unmarks)"
+            ));
+        }
+    }
+
+    /// The world line marked with `C`, if it is another of this agent's.
+    pub fn compare_mark(&self) -> Option<usize> {
+        let lines = self.family().map_or(0, |f| f.lines.len());
+        match self.compare_mark {
+            Some((agent, line)) if agent == self.agent && line < lines && line != self.focus => {
+                Some(line)
+            }
+            _ => None,
+        }
+    }
+
+    /// `c`: the compare screen on the marked line and the focused one, else
+    /// the focused line and its parent; or why there is none (said on the
+    /// status line).
     pub(super) fn compare_screen(&mut self) -> Option<super::compare::Screen> {
         let s = self.session.clone()?;
-        match super::compare::Screen::around(s, self.agent, self.focus, self.size) {
+        let screen = match self.compare_mark() {
+            Some(mark) => Ok(super::compare::Screen::new(
+                s, self.agent, mark, self.focus, self.size,
+            )),
+            None => super::compare::Screen::around(s, self.agent, self.focus, self.size),
+        };
+        match screen {
             Ok(c) => Some(c),
             Err(e) => {
                 self.status = Some(e);
@@ -547,6 +583,7 @@ impl SessionScreen {
             | Action::ComposeCancel => {}
             // The app opens the compare screen (`compare_screen`).
             Action::Compare => {}
+            Action::CompareMark => self.mark_for_compare(),
             Action::Quit => return Effect::Quit,
         }
         Effect::None
@@ -812,6 +849,7 @@ impl SessionScreen {
         self.fresh_filters();
         self.focus = 0;
         self.list.reset();
+        self.compare_mark = None;
     }
 
     pub(super) fn anchor(&self) -> Option<Anchor> {

@@ -583,6 +583,15 @@ fn summarise(
             });
         }
     }
+    // Records after the fork that only close the shared step (a new file's
+    // header, settings, usage) are no step of this line's own.
+    if out
+        .steps
+        .first()
+        .is_some_and(|st| st.kind == StepKind::Other && st.calls.is_empty())
+    {
+        out.steps.remove(0);
+    }
     // Texts: the lead of each step, newest steps last to run out of budget.
     for step in &mut out.steps {
         let Some(r) = step.lead else { continue };
