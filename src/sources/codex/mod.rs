@@ -7,6 +7,7 @@
 //! records and bodies (`records`), compressed rollouts (`zst`), and the
 //! parts the builder takes (`parts`).
 
+mod fast;
 pub mod follow;
 pub mod home;
 pub mod parts;
@@ -145,10 +146,10 @@ pub fn summarize(first: &Path) -> SessionSummary {
         .and_then(|h| h.meta.clone())
         .unwrap_or_default();
     let title = head.as_ref().and_then(|h| {
-        h.entries.iter().find_map(|e| match &e.kind {
-            rollout::Kind::Prompt(t) => Some(t.to_string()),
-            _ => None,
-        })
+        h.entries
+            .iter()
+            .find_map(|e| h.prompt(e))
+            .map(str::to_string)
     });
     // Counted in the bytes, not parsed: a legacy rollback marker, a
     // completed spawn_agent call.

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::records::{self, record_meta};
+use super::records;
 use super::rollout::{Kind, Rollout};
 use super::thread::{self, Thread};
 use super::{find_thread, generations_of, home, read_generations};
@@ -48,14 +48,7 @@ impl ThreadRead {
 
     /// The first prompt of the thread's first file (its title).
     pub fn title(&self) -> Option<String> {
-        self.gens
-            .first()?
-            .entries
-            .iter()
-            .find_map(|e| match &e.kind {
-                Kind::Prompt(t) => Some(t.to_string()),
-                _ => None,
-            })
+        self.gens.first()?.first_prompt().map(str::to_string)
     }
 }
 
@@ -152,82 +145,45 @@ fn agent_parts(
             ),
         });
     }
-    // Each record's index entry once; turns numbered in file order per
-    // generation, after the turns its base holds.
     // Turns numbered in file order per generation, after the turns its
     // base holds; kept for `task_started` entries only (a tenth of a
     // thread's lines), each record's index entry built where it is used.
-    let mut base_turns = vec![0i64; t.gens.len()];
-    for (l, line) in t.thread.lines.iter().enumerate() {
-        if line.parent.is_some() && line.turns.is_none() && l > 0 {
-            base_turns[line.gen] = line.path[..line.shared]
-                .iter()
-                .filter(|a| {
-                    t.thread
-                        .entry(&t.gens, **a)
-                        .is_some_and(|e| e.kind == Kind::TurnStarted)
-                })
-                .count() as i64;
-        }
-    }
-    let mut turn_of: std::collections::HashMap<(usize, usize), i64> = Default::default();
-    for (g, file) in t.gens.iter().enumerate() {
-        let mut turn = base_turns[g];
-        for (k, e) in file.entries.iter().enumerate() {
-            if e.kind == Kind::TurnStarted {
-                turn_of.insert((g, k), turn);
-                turn += 1;
-            }
-        }
-    }
-    let mut files = Vec::new();
+    let base_turns = base_turns(t);
+    let mut files: Vec<FileIndex> = Vec::new();
     let mut forks = Vec::new();
     let mut lines = Vec::new();
     let mut times = Vec::new();
     let mut index_of_line = Vec::new();
     for (l, line) in t.thread.lines.iter().enumerate() {
+        // A line's records are in its own generation and earlier ones.
         if line.gen >= usable {
             continue;
         }
         index_of_line.push(l);
-        let path: Vec<_> = line
-            .path
-            .iter()
-            .filter(|a| a.gen < usable)
-            .copied()
-            .collect();
-        let mut recs = crate::read::Records::new();
-        recs.reserve_exact(path.len());
+        let shown_parent = line
+            .parent
+            .and_then(|p| index_of_line.iter().position(|&x| x == p));
+        let gen = &t.gens[line.gen];
+        let recs = line_records(t, l, shown_parent.and_then(|p| files.get(p)), &base_turns);
         // Times of the line's own records only: the shared ones are its
         // parent's (change points, so a run of equal times is one).
         let mut when = Times::default();
-        for a in &path {
-            let Some(e) = t.thread.entry(&t.gens, *a) else {
-                continue;
-            };
-            let m = record_meta(e, turn_of.get(&(a.gen, a.entry)).copied());
-            recs.push(if a.gen == line.gen {
-                m
-            } else {
-                records::elsewhere(&m, a.gen)
-            });
-            if recs.len() > line.shared {
-                when.set(recs.len() - 1, e.time);
-            }
+        for (i, e) in gen.entries[line.own.clone()].iter().enumerate() {
+            when.set(line.shared + i, e.time());
         }
-        let ord = |a: Option<&super::thread::At>| {
-            a.and_then(|a| t.thread.entry(&t.gens, *a))
+        let ord = |a: Option<super::thread::At>| {
+            a.and_then(|a| t.thread.entry(&t.gens, a))
                 .map(|e| e.ordinal.to_string())
         };
-        let prompt = path[line.shared.min(path.len())..].iter().find_map(|a| {
-            match &t.thread.entry(&t.gens, *a)?.kind {
-                Kind::Prompt(p) => Some(p.to_string()),
-                _ => None,
-            }
-        });
-        let parent = line
-            .parent
-            .and_then(|p| index_of_line.iter().position(|&x| x == p));
+        let prompt = gen.entries[line.own.clone()]
+            .iter()
+            .find_map(|e| gen.prompt(e))
+            .map(str::to_string);
+        let path_last = line
+            .records()
+            .checked_sub(1)
+            .and_then(|i| t.thread.at(l, i));
+        let parent = shown_parent;
         let info = LineInfo {
             label: match (parent, line.turns) {
                 (None, _) => "thread".to_string(),
@@ -243,14 +199,14 @@ fn agent_parts(
                 kind: ForkKind::Rollback,
                 after: parent
                     .filter(|_| line.shared > 0)
-                    .and_then(|_| ord(path.get(line.shared - 1)))
+                    .and_then(|_| ord(t.thread.at(l, line.shared - 1)))
                     .map(Pos::named),
                 turns: line.turns,
                 inferred: false,
                 // The world line that first holds the last shared record.
                 origin: Some(owner(&t.thread, &index_of_line, p, line.shared)),
             }),
-            leaf: ord(path.last()),
+            leaf: ord(path_last),
             prompt: if parent.is_some() { prompt } else { None },
         };
         forks.push(match parent {
@@ -278,9 +234,10 @@ fn agent_parts(
         .iter()
         .filter_map(|&(l, at)| {
             let e = t.thread.entry(&t.gens, at)?;
+            let line = t.gens[at.gen].records.get(at.entry)?.line();
             Some(LineMark {
                 world_line: shown(l)?,
-                at: Pos::entry(e.line, e.ordinal.to_string()),
+                at: Pos::entry(line, e.ordinal.to_string()),
                 count: None,
                 first_kept: None,
             })
@@ -303,6 +260,79 @@ fn agent_parts(
     }
 }
 
+/// Per generation: the turns its base holds (turns of a generation are
+/// numbered on from there, in file order).
+pub fn base_turns(t: &ThreadRead) -> Vec<i64> {
+    let mut base_turns = vec![0i64; t.gens.len()];
+    for (l, line) in t.thread.lines.iter().enumerate() {
+        if line.parent.is_some() && line.turns.is_none() && l > 0 {
+            base_turns[line.gen] = t
+                .thread
+                .path(l)
+                .take(line.shared)
+                .filter(|a| {
+                    t.thread
+                        .entry(&t.gens, *a)
+                        .is_some_and(|e| e.kind == Kind::TurnStarted)
+                })
+                .count() as i64;
+        }
+    }
+    base_turns
+}
+
+/// The index entries of world line `l` (its parent's, shown, is `parent`;
+/// each generation's turns start at its `bases`). Storage is shared where the
+/// entries are the same: a root line's are its file's own, a line of the
+/// same file as its parent starts as the parent's prefix. A record of
+/// another file than the line's is tagged with its generation.
+pub fn line_records(
+    t: &ThreadRead,
+    l: usize,
+    parent: Option<&FileIndex>,
+    bases: &[i64],
+) -> crate::read::Records {
+    let line = &t.thread.lines[l];
+    let gen = &t.gens[line.gen];
+    let base = bases[line.gen];
+    let own = || gen.records.range(line.own.clone());
+    if line.parent.is_none() && base == 0 && line.own.start == 0 {
+        return gen.records.prefix(line.own.end);
+    }
+    let same_file = line
+        .parent
+        .is_some_and(|p| t.thread.lines[p].gen == line.gen);
+    let mut recs = match parent {
+        Some(f) if same_file => f.records.prefix(line.shared),
+        _ => {
+            let mut recs = crate::read::Records::new();
+            recs.reserve_exact(line.records());
+            if let Some(p) = line.parent {
+                let mut left = line.shared;
+                for (g, run) in t.thread.runs(p) {
+                    let take = run.len().min(left);
+                    left -= take;
+                    let file = &t.gens[g].records;
+                    for m in file.range(run.start..run.start + take) {
+                        let m = records::turned(m, bases[g]);
+                        recs.push(if g == line.gen {
+                            m
+                        } else {
+                            records::elsewhere(&m, g)
+                        });
+                    }
+                }
+            }
+            recs
+        }
+    };
+    recs.reserve_exact(line.own.len());
+    for m in own() {
+        recs.push(records::turned(m, base));
+    }
+    recs
+}
+
 /// The earliest world line (shown index) on the ancestry of `p` that holds
 /// record `shared - 1` of `p`'s path.
 fn owner(t: &Thread, shown: &[usize], p: usize, shared: usize) -> usize {
@@ -322,17 +352,14 @@ fn subagents(first: &Path, main: &ThreadRead) -> Vec<(Option<String>, PathBuf)> 
     let mut out: Vec<(Option<String>, PathBuf)> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for g in &main.gens {
-        for e in &g.entries {
-            if let Kind::Spawned(spawn) = &e.kind {
-                let (call_id, threads) = &**spawn;
-                for id in threads {
-                    if seen.contains(id) {
-                        continue;
-                    }
-                    if let Some(p) = find_thread(first, id) {
-                        seen.push(id.clone());
-                        out.push((Some(call_id.clone()), p));
-                    }
+        for (call_id, threads) in g.spawns() {
+            for id in threads {
+                if seen.contains(id) {
+                    continue;
+                }
+                if let Some(p) = find_thread(first, id) {
+                    seen.push(id.clone());
+                    out.push((Some(call_id.clone()), p));
                 }
             }
         }
@@ -461,19 +488,20 @@ fn copied_end(fork: &Rollout, source_first: &Path) -> Option<u64> {
     let cap = 1 << 30;
     let fb = crate::read::guard::read_capped(&fork.path, cap).ok()?;
     let sb = crate::read::guard::read_capped(source_first, cap).ok()?;
-    let body = |bytes: &[u8], e: &super::rollout::Entry| -> Option<(Value, Value)> {
-        let start = usize::try_from(e.offset).ok()?;
-        let line = bytes.get(start..start + e.len as usize)?;
+    let body = |bytes: &[u8], e: &crate::model::RecordMeta| -> Option<(Value, Value)> {
+        let start = usize::try_from(e.offset()).ok()?;
+        let line = bytes.get(start..start + e.len() as usize)?;
         let mut v: Value = crate::read::lenient::parse_value(line).ok()?;
         Some((v.get_mut("type")?.take(), v.get_mut("payload")?.take()))
     };
     let mut last = None;
-    for (f, s) in fork.entries.iter().skip(1).zip(&source.entries) {
+    let pairs = fork.records.iter().skip(1).zip(source.records.iter());
+    for ((f, s), e) in pairs.zip(&source.entries) {
         let (a, b) = (body(&fb, f), body(&sb, s));
         if a.is_none() || a != b {
             break;
         }
-        last = Some(s.ordinal + 1);
+        last = Some(e.ordinal + 1);
     }
     last
 }

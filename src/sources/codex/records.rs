@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::home;
-use super::rollout::{Entry, Kind};
+use super::rollout::Parsed;
 use crate::error::{Error, Result};
 use crate::model::{Body, Marker, RecordMeta, RecordParts, Role, ToolCallHead};
 use crate::read::lenient;
@@ -28,9 +28,16 @@ const GEN_SHIFT: u32 = 40;
 /// Generations a thread may have in the index (the offset keeps 48 bits).
 pub const MAX_GENERATIONS: usize = 254;
 
-/// The index entry of rollout line `e` in its own file; `turn` is the turn
+/// The index entry of a rollout line in its own file; `turn` is the turn
 /// a `task_started` opens.
-pub fn record_meta(e: &Entry, turn: Option<i64>) -> RecordMeta {
+pub fn record_meta(
+    p: &Parsed,
+    offset: u64,
+    len: u32,
+    line: u32,
+    hash: u64,
+    turn: Option<i64>,
+) -> RecordMeta {
     let mut parts = RecordParts {
         role: Role::System,
         checkpoint: None,
@@ -39,34 +46,53 @@ pub fn record_meta(e: &Entry, turn: Option<i64>) -> RecordMeta {
         tool_call_id: None,
         marker: None,
     };
-    match &e.kind {
-        Kind::Meta => parts.role = Role::SystemPrompt,
-        Kind::Prompt(_) => parts.role = Role::User,
-        Kind::Assistant => parts.role = Role::Assistant,
-        Kind::Call(call) => {
+    match p {
+        Parsed::Meta => parts.role = Role::SystemPrompt,
+        Parsed::Prompt(_) => parts.role = Role::User,
+        Parsed::Assistant => parts.role = Role::Assistant,
+        Parsed::Call(id, name) => {
             parts.role = Role::Assistant;
             parts.tool_calls.push(ToolCallHead {
-                id: call.0.clone(),
-                name: call.1.clone(),
+                id: id.to_string(),
+                name: name.to_string(),
                 dmail: None,
             });
         }
-        Kind::Output(call_id) => {
+        Parsed::Output(call_id) => {
             parts.role = Role::Tool;
             parts.tool_call_id = Some(call_id.to_string());
         }
-        Kind::TurnStarted => {
+        Parsed::TurnStarted => {
             parts.role = Role::Checkpoint;
             parts.checkpoint = turn;
         }
-        Kind::Tokens(Some(n)) => {
+        Parsed::Tokens(Some(n)) => {
             parts.role = Role::Usage;
             parts.tokens = Some(*n);
         }
-        Kind::Compacted => parts.marker = Some(Marker::Compaction),
+        Parsed::Compacted => parts.marker = Some(Marker::Compaction),
         _ => {}
     }
-    RecordMeta::new(e.offset, e.len, e.line, e.hash, parts)
+    RecordMeta::new(offset, len, line, hash, parts)
+}
+
+/// A `task_started`'s index entry with its turn counted on from `base`
+/// (the turns a later generation's base holds); any other as it is.
+pub fn turned(meta: &RecordMeta, base: i64) -> RecordMeta {
+    match meta.checkpoint() {
+        Some(local) if base != 0 && *meta.role() == Role::Checkpoint => {
+            let parts = RecordParts {
+                role: Role::Checkpoint,
+                checkpoint: Some(local + base),
+                tokens: None,
+                tool_calls: Vec::new(),
+                tool_call_id: None,
+                marker: None,
+            };
+            RecordMeta::new(meta.offset(), meta.len(), meta.line(), meta.hash(), parts)
+        }
+        _ => meta.clone(),
+    }
 }
 
 /// `meta` as seen from an index of another file of the thread: it lives
@@ -356,7 +382,7 @@ mod tests {
         let path = tmp.path().join("r.jsonl");
         std::fs::write(&path, text).unwrap();
         let r = Rollout::parse(&path, "r.jsonl", text.as_bytes());
-        let metas: Vec<RecordMeta> = r.entries.iter().map(|e| record_meta(e, Some(0))).collect();
+        let metas: Vec<RecordMeta> = r.records.to_vec();
         let roles: Vec<&str> = metas.iter().map(|m| m.role().as_str()).collect();
         assert_eq!(
             roles,

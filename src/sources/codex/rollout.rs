@@ -15,62 +15,101 @@ use serde_json::value::RawValue;
 
 use crate::error::{Error, Result};
 use crate::model::Warning;
-use crate::read::{guard, MAX_WARNINGS};
+use crate::read::{guard, Records, MAX_WARNINGS};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// A line longer than this is read past with a warning (a real rollout's
 /// biggest lines, a `world_state` or a tool output, are far smaller).
 pub const LINE_CAP: usize = 64 << 20;
 
-/// What a rollout line is, as far as world lines and rows need.
-#[derive(Debug, Clone, PartialEq)]
+/// What a rollout line is, as far as world lines and rows need (what the
+/// rows need of it beyond that is in its [`RecordMeta`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// `session_meta`; the thread's own is [`Rollout::meta`].
     Meta,
-    /// A user message the user typed, and its first text (capped).
-    Prompt(Box<str>),
+    /// A user message the user typed; its first text (capped) is
+    /// [`Rollout::prompt`].
+    Prompt,
     /// Injected context: `<environment_context>`, developer text, AGENTS.md,
     /// a subagent notification.
     Injected,
     /// An assistant message or reasoning.
     Assistant,
     /// A model's tool call (`function_call`, `custom_tool_call`,
-    /// `local_shell_call`): its call id and tool name (boxed, so a million
-    /// entries stay small).
-    Call(Box<(String, String)>),
-    /// A tool call's output, by call id.
-    Output(Box<str>),
+    /// `local_shell_call`).
+    Call,
+    /// A tool call's output.
+    Output,
     TurnStarted,
     TurnComplete,
-    /// Legacy `thread_rolled_back {num_turns}`.
-    RolledBack {
-        turns: u32,
-    },
+    /// Legacy `thread_rolled_back {num_turns}` ([`Entry::turns`]).
+    RolledBack,
     /// A `compacted` line (or a `context_compacted` event).
     Compacted,
-    /// `token_count` with the thread's total so far.
-    Tokens(Option<u64>),
-    /// `item_completed` of a `spawn_agent` call: the threads it started.
-    Spawned(Box<(String, Vec<String>)>),
+    /// `token_count`.
+    Tokens,
+    /// `item_completed` of a `spawn_agent` call: the threads it started
+    /// ([`Rollout::spawned`]).
+    Spawned,
     /// Everything else: settings, world state, turn context, events, types
     /// this reader doesn't know.
     Other,
 }
 
-/// One line of a rollout.
-#[derive(Debug, Clone, PartialEq)]
+/// A line as parsed, before it is kept: its kind and what its index entry
+/// and the kept side tables take from it.
+#[derive(Debug, PartialEq)]
+pub enum Parsed<'a> {
+    Meta,
+    Prompt(String),
+    Injected,
+    Assistant,
+    /// Call id and tool name.
+    Call(Cow<'a, str>, Cow<'a, str>),
+    /// The call id answered.
+    Output(Cow<'a, str>),
+    TurnStarted,
+    TurnComplete,
+    RolledBack(u32),
+    Compacted,
+    /// The thread's total tokens so far.
+    Tokens(Option<u64>),
+    /// Spawn call id and the threads it started.
+    Spawned(String, Vec<String>),
+    Other,
+}
+
+/// One line of a rollout, beside its index entry ([`Rollout::records`]
+/// holds that, by the same index): 24 bytes, so a million stay small.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Entry {
-    pub offset: u64,
-    pub len: u32,
-    /// 1-based line number in the file.
-    pub line: u32,
-    pub hash: u64,
     /// `ordinal`, else the 0-based line index: the record's name.
     pub ordinal: u64,
+    /// The time's `f64` bits; [`NO_TIME`] for none.
+    time: u64,
+    /// A prompt's or spawn's index in its side table, a rollback's turns.
+    aux: u32,
+    pub kind: Kind,
     /// The line carried an `ordinal`.
     pub stated: bool,
-    pub time: Option<f64>,
-    pub kind: Kind,
+}
+
+const NO_TIME: u64 = u64::MAX;
+
+impl Entry {
+    pub fn time(&self) -> Option<f64> {
+        (self.time != NO_TIME).then(|| f64::from_bits(self.time))
+    }
+
+    /// Turns a legacy rollback drops (0 for any other line).
+    pub fn turns(&self) -> u32 {
+        if self.kind == Kind::RolledBack {
+            self.aux
+        } else {
+            0
+        }
+    }
 }
 
 /// What the thread's `session_meta` says.
@@ -100,7 +139,18 @@ pub struct Rollout {
     /// Older Codex copied a fork's source into the fork's file, source
     /// `session_meta` first, right after the fork's own: that source's id.
     pub copied_from: Option<String>,
+    /// Every line's index entry in this file (offset, length, line, hash,
+    /// role, call), a `task_started`'s turn counted in this file; world
+    /// lines share this storage where they can.
+    pub records: Records,
+    /// Every line's ordinal, time and kind, by the same index.
     pub entries: Vec<Entry>,
+    /// Prompts' first texts, in file order.
+    prompts: Vec<Box<str>>,
+    /// Spawns: call id and the threads started, in file order.
+    spawned: Vec<(String, Vec<String>)>,
+    /// `task_started` lines so far.
+    turns: u32,
     pub warnings: Vec<Warning>,
     pub dropped_warnings: u64,
     /// Bytes of complete lines read (a live tail's resume point).
@@ -110,19 +160,19 @@ pub struct Rollout {
 }
 
 #[derive(Deserialize)]
-struct Line<'a> {
+pub(super) struct Line<'a> {
     #[serde(borrow, default)]
-    timestamp: Option<Cow<'a, str>>,
+    pub(super) timestamp: Option<Cow<'a, str>>,
     #[serde(default)]
-    ordinal: Option<u64>,
+    pub(super) ordinal: Option<u64>,
     #[serde(rename = "type", borrow, default)]
-    ty: Option<Cow<'a, str>>,
+    pub(super) ty: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    payload: Option<Payload<'a>>,
+    pub(super) payload: Option<Payload<'a>>,
 }
 
 #[derive(Deserialize, Default)]
-struct Payload<'a> {
+pub(super) struct Payload<'a> {
     #[serde(rename = "type", borrow, default)]
     ty: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -201,9 +251,10 @@ impl Rollout {
 
     /// Reads a rollout (`.jsonl`, or `.jsonl.zst` decompressed on the way).
     pub fn read(path: &Path, name: &str) -> Result<Rollout> {
-        let mut r = Rollout::new(path, name);
         let g = guard::open_regular(path)
             .map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+        let mut r = Rollout::new(path, name);
+        r.reserve(g.len);
         let mut reader: Box<dyn Read> = Box::new(g.file.take(g.len));
         if super::home::is_zst(path) {
             let dec = ruzstd::decoding::StreamingDecoder::new(reader)
@@ -228,6 +279,19 @@ impl Rollout {
         }
         feeder.finish(&mut r);
         Ok(r)
+    }
+
+    /// Room for the lines `bytes` of a rollout may hold, taken at once: no
+    /// copying while they come, and no string of ever bigger buffers left
+    /// behind in the heap. Room never written costs no memory.
+    pub(super) fn reserve(&mut self, bytes: u64) {
+        // Real lines are rarely under 64 bytes; past 4 M lines, room is
+        // made as they come (no huge reservation on a file's word).
+        let n = usize::try_from(bytes / 64)
+            .unwrap_or(usize::MAX)
+            .min(1 << 22);
+        self.records.reserve_exact(n);
+        self.entries.reserve_exact(n);
     }
 
     /// Parses bytes already in memory (tests, benchmarks).
@@ -261,18 +325,20 @@ impl Rollout {
             self.warn(lineno.into(), "skipped a line over 4 GiB".into());
             return;
         };
+        let at = At {
+            offset,
+            len,
+            line: lineno,
+            hash: xxh3_64(line),
+        };
         let index = u64::from(lineno.saturating_sub(1));
         if let Some((time, ordinal)) = bookkeeping(line) {
-            self.push(Entry {
-                offset,
-                len,
-                line: lineno,
-                hash: xxh3_64(line),
-                ordinal,
-                stated: true,
-                time,
-                kind: Kind::Other,
-            });
+            self.push(at, ordinal, true, time, Parsed::Other);
+            return;
+        }
+        if let Some((ts, ordinal, kind)) = super::fast::line(line) {
+            let time = ts.as_deref().and_then(parse_time);
+            self.push(at, ordinal.unwrap_or(index), ordinal.is_some(), time, kind);
             return;
         }
         let parsed: std::result::Result<Line, _> = serde_json::from_slice(line);
@@ -318,44 +384,93 @@ impl Rollout {
                         self.warn(lineno.into(), msg);
                     }
                 }
-                Kind::Meta
+                Parsed::Meta
             }
-            "response_item" => item_kind(&p),
-            "event_msg" => event_kind(&p),
-            "compacted" => Kind::Compacted,
             "" => {
                 self.warn(lineno.into(), "a line without a type".into());
-                Kind::Other
+                Parsed::Other
             }
-            _ => Kind::Other,
+            ty => kind_of(ty, &p),
         };
-        self.push(Entry {
-            offset,
-            len,
-            line: lineno,
-            hash: xxh3_64(line),
-            ordinal,
-            stated: l.ordinal.is_some(),
-            time,
-            kind,
-        });
+        self.push(at, ordinal, l.ordinal.is_some(), time, kind);
     }
 
-    /// Adds an entry, warning when its ordinal doesn't follow the last.
-    fn push(&mut self, e: Entry) {
+    /// Keeps a line, warning when its ordinal doesn't follow the last.
+    fn push(&mut self, at: At, ordinal: u64, stated: bool, time: Option<f64>, p: Parsed) {
         if let Some(prev) = self.entries.last() {
-            if e.stated && prev.stated && e.ordinal != prev.ordinal + 1 {
-                let what = if e.ordinal <= prev.ordinal {
+            if stated && prev.stated && ordinal != prev.ordinal + 1 {
+                let what = if ordinal <= prev.ordinal {
                     "repeats or goes back from"
                 } else {
                     "skips after"
                 };
-                let msg = format!("ordinal {} {what} {}", e.ordinal, prev.ordinal);
-                self.warn(e.line.into(), msg);
+                let msg = format!("ordinal {ordinal} {what} {}", prev.ordinal);
+                self.warn(at.line.into(), msg);
             }
         }
-        self.entries.push(e);
+        let turn = matches!(p, Parsed::TurnStarted).then(|| {
+            self.turns += 1;
+            i64::from(self.turns - 1)
+        });
+        self.records.push(super::records::record_meta(
+            &p, at.offset, at.len, at.line, at.hash, turn,
+        ));
+        let (kind, aux) = match p {
+            Parsed::Meta => (Kind::Meta, 0),
+            Parsed::Prompt(text) => {
+                self.prompts.push(text.into());
+                (Kind::Prompt, self.prompts.len() as u32 - 1)
+            }
+            Parsed::Injected => (Kind::Injected, 0),
+            Parsed::Assistant => (Kind::Assistant, 0),
+            Parsed::Call(..) => (Kind::Call, 0),
+            Parsed::Output(_) => (Kind::Output, 0),
+            Parsed::TurnStarted => (Kind::TurnStarted, 0),
+            Parsed::TurnComplete => (Kind::TurnComplete, 0),
+            Parsed::RolledBack(turns) => (Kind::RolledBack, turns),
+            Parsed::Compacted => (Kind::Compacted, 0),
+            Parsed::Tokens(_) => (Kind::Tokens, 0),
+            Parsed::Spawned(call, threads) => {
+                self.spawned.push((call, threads));
+                (Kind::Spawned, self.spawned.len() as u32 - 1)
+            }
+            Parsed::Other => (Kind::Other, 0),
+        };
+        self.entries.push(Entry {
+            ordinal,
+            time: time.map_or(NO_TIME, f64::to_bits),
+            aux,
+            kind,
+            stated,
+        });
     }
+
+    /// A prompt's first text (capped).
+    pub fn prompt(&self, e: &Entry) -> Option<&str> {
+        if e.kind != Kind::Prompt {
+            return None;
+        }
+        self.prompts.get(e.aux as usize).map(|t| &**t)
+    }
+
+    /// The first prompt's text.
+    pub fn first_prompt(&self) -> Option<&str> {
+        self.prompts.first().map(|t| &**t)
+    }
+
+    /// Spawns in file order: call id and the threads each started.
+    pub fn spawns(&self) -> &[(String, Vec<String>)] {
+        &self.spawned
+    }
+}
+
+/// Where a line is.
+#[derive(Clone, Copy)]
+struct At {
+    offset: u64,
+    len: u32,
+    line: u32,
+    hash: u64,
 }
 
 /// Splits a byte stream into lines for [`Rollout::add_line`]; a live tail
@@ -429,6 +544,10 @@ const EVENTS_READ: [&[u8]; 8] = [
     b"context_compacted",
 ];
 
+/// A subagent spawn's item type, searched for in `item_completed` lines.
+static COLLAB: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"CollabAgentToolCall\""));
+
 /// A line Codex writes as `{"timestamp":"…","ordinal":N,"type":"…",
 /// "payload":{…}}` that is pure bookkeeping for worldline (`turn_context`,
 /// `world_state`, `token_usage_record`, an event it doesn't read, an
@@ -459,8 +578,7 @@ fn bookkeeping(line: &[u8]) -> Option<(Option<f64>, u64)> {
             let q = memchr::memchr(b'"', p)?;
             let ev = &p[..q];
             !EVENTS_READ.contains(&ev)
-                || (ev == b"item_completed"
-                    && memchr::memmem::find(payload, b"\"CollabAgentToolCall\"").is_none())
+                || (ev == b"item_completed" && COLLAB.find(payload).is_none())
         }
         _ => false,
     };
@@ -498,45 +616,55 @@ fn meta_of(p: &Payload) -> Meta {
     }
 }
 
-fn item_kind(p: &Payload) -> Kind {
-    let s = |c: &Option<Cow<str>>| c.as_deref().unwrap_or("").to_string();
+/// The kind of a line of type `ty` (not `session_meta`) with payload `p`.
+pub(super) fn kind_of<'b>(ty: &str, p: &'b Payload) -> Parsed<'b> {
+    match ty {
+        "response_item" => item_kind(p),
+        "event_msg" => event_kind(p),
+        "compacted" => Parsed::Compacted,
+        _ => Parsed::Other,
+    }
+}
+
+fn item_kind<'b>(p: &'b Payload) -> Parsed<'b> {
+    let s = |c: &'b Option<Cow<str>>| Cow::Borrowed(c.as_deref().unwrap_or(""));
     match p.ty.as_deref().unwrap_or("") {
         "message" => match p.role.as_deref().unwrap_or("") {
             "user" => {
                 let text = p.content.map(first_text).unwrap_or_default();
                 if is_injected(&text) {
-                    Kind::Injected
+                    Parsed::Injected
                 } else {
-                    Kind::Prompt(cap(text, PROMPT_CAP).into())
+                    Parsed::Prompt(cap(text, PROMPT_CAP))
                 }
             }
-            "assistant" => Kind::Assistant,
-            _ => Kind::Injected,
+            "assistant" => Parsed::Assistant,
+            _ => Parsed::Injected,
         },
-        "reasoning" => Kind::Assistant,
+        "reasoning" => Parsed::Assistant,
         "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
-            Kind::Call(Box::new((
+            Parsed::Call(
                 s(&p.call_id),
                 match p.name.as_deref() {
-                    Some(n) => n.to_string(),
-                    None => p.ty.as_deref().unwrap_or("").to_string(),
+                    Some(n) => Cow::Borrowed(n),
+                    None => s(&p.ty),
                 },
-            )))
+            )
         }
-        t if t.ends_with("_output") => Kind::Output(s(&p.call_id).into()),
-        "compaction" | "context_compaction" => Kind::Compacted,
-        _ => Kind::Other,
+        t if t.ends_with("_output") => Parsed::Output(s(&p.call_id)),
+        "compaction" | "context_compaction" => Parsed::Compacted,
+        _ => Parsed::Other,
     }
 }
 
-fn event_kind(p: &Payload) -> Kind {
+fn event_kind<'b>(p: &'b Payload) -> Parsed<'b> {
     match p.ty.as_deref().unwrap_or("") {
-        "task_started" | "turn_started" => Kind::TurnStarted,
-        "task_complete" | "turn_complete" => Kind::TurnComplete,
-        "thread_rolled_back" => Kind::RolledBack {
-            turns: p.num_turns.and_then(|n| u32::try_from(n).ok()).unwrap_or(0),
-        },
-        "token_count" => Kind::Tokens(p.info.and_then(total_tokens)),
+        "task_started" | "turn_started" => Parsed::TurnStarted,
+        "task_complete" | "turn_complete" => Parsed::TurnComplete,
+        "thread_rolled_back" => {
+            Parsed::RolledBack(p.num_turns.and_then(|n| u32::try_from(n).ok()).unwrap_or(0))
+        }
+        "token_count" => Parsed::Tokens(p.info.and_then(total_tokens)),
         "item_completed" => p
             .item
             .and_then(|raw| serde_json::from_str::<Item>(raw.get()).ok())
@@ -544,13 +672,13 @@ fn event_kind(p: &Payload) -> Kind {
                 i.ty.as_deref() == Some("CollabAgentToolCall")
                     && i.tool.as_deref() == Some("spawn_agent")
             })
-            .map_or(Kind::Other, |i| {
-                Kind::Spawned(Box::new((
+            .map_or(Parsed::Other, |i| {
+                Parsed::Spawned(
                     i.id.as_deref().unwrap_or("").to_string(),
                     i.receiver_thread_ids.unwrap_or_default(),
-                )))
+                )
             }),
-        _ => Kind::Other,
+        _ => Parsed::Other,
     }
 }
 
@@ -560,9 +688,9 @@ fn total_tokens(raw: &RawValue) -> Option<u64> {
 }
 
 /// Prompts kept with the index (titles, a world line's reason).
-const PROMPT_CAP: usize = 4096;
+pub(super) const PROMPT_CAP: usize = 4096;
 
-fn cap(mut s: String, max: usize) -> String {
+pub(super) fn cap(mut s: String, max: usize) -> String {
     if s.len() > max {
         let mut end = max;
         while !s.is_char_boundary(end) {
@@ -673,8 +801,11 @@ mod tests {
         assert_eq!(r.meta.as_ref().unwrap().id, "t1");
         let ords: Vec<u64> = r.entries.iter().map(|e| e.ordinal).collect();
         assert_eq!(ords, [0, 1, 1, 5, 5]);
-        assert_eq!(r.entries[2].kind, Kind::Prompt("hi".into()));
-        assert_eq!(r.entries[4].kind, Kind::RolledBack { turns: 2 });
+        assert_eq!(r.entries[2].kind, Kind::Prompt);
+        assert_eq!(r.prompt(&r.entries[2]), Some("hi"));
+        assert_eq!(r.entries[4].kind, Kind::RolledBack);
+        assert_eq!(r.entries[4].turns(), 2);
+        assert_eq!(r.records.len(), r.entries.len());
         let msgs: Vec<&str> = r.warnings.iter().map(|w| w.message.as_str()).collect();
         assert!(msgs[0].starts_with("not a JSON rollout line"), "{msgs:?}");
         assert!(msgs.iter().any(|m| m.contains("repeats")), "{msgs:?}");

@@ -11,6 +11,8 @@
 //!   record before the first abandoned turn, starting with the marker.
 //! * `compacted` lines are marks on the line that holds them.
 
+use std::ops::Range;
+
 use super::rollout::{Entry, Kind, Rollout};
 use crate::model::Warning;
 
@@ -21,10 +23,10 @@ pub struct At {
     pub entry: usize,
 }
 
-/// One world line: its records root→leaf, and where it leaves its parent.
+/// One world line: the records it shares with its parent (a prefix of
+/// both), then its own, which are always a run of one file's entries.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Line {
-    pub path: Vec<At>,
     pub parent: Option<usize>,
     /// Records shared with the parent (a prefix of both paths).
     pub shared: usize,
@@ -32,6 +34,15 @@ pub struct Line {
     pub turns: Option<u32>,
     /// The generation holding this line's own records.
     pub gen: usize,
+    /// This line's own records: these entries of generation `gen`.
+    pub own: Range<usize>,
+}
+
+impl Line {
+    /// Records root→leaf.
+    pub fn records(&self) -> usize {
+        self.shared + self.own.len()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -47,6 +58,57 @@ impl Thread {
     pub fn entry<'a>(&self, gens: &'a [Rollout], at: At) -> Option<&'a Entry> {
         gens.get(at.gen)?.entries.get(at.entry)
     }
+
+    /// Line `l`'s records root→leaf as runs of one file's entries:
+    /// `(generation, entries)`.
+    pub fn runs(&self, l: usize) -> Vec<(usize, Range<usize>)> {
+        // The line and its ancestors, each with how many of its records
+        // the line holds.
+        let mut chain = Vec::new();
+        let (mut cur, mut want) = (l, self.lines[l].records());
+        loop {
+            chain.push((cur, want));
+            let line = &self.lines[cur];
+            match line.parent {
+                Some(p) if line.shared > 0 => {
+                    want = want.min(line.shared);
+                    cur = p;
+                }
+                _ => break,
+            }
+        }
+        let mut out = Vec::with_capacity(chain.len());
+        for &(li, want) in chain.iter().rev() {
+            let line = &self.lines[li];
+            let n = want.saturating_sub(line.shared).min(line.own.len());
+            if n > 0 {
+                out.push((line.gen, line.own.start..line.own.start + n));
+            }
+        }
+        out
+    }
+
+    /// Line `l`'s records root→leaf.
+    pub fn path(&self, l: usize) -> impl Iterator<Item = At> {
+        self.runs(l)
+            .into_iter()
+            .flat_map(|(gen, r)| r.map(move |entry| At { gen, entry }))
+    }
+
+    /// Record `i` of line `l`.
+    pub fn at(&self, mut l: usize, i: usize) -> Option<At> {
+        loop {
+            let line = self.lines.get(l)?;
+            if i >= line.shared {
+                let k = i - line.shared;
+                return (k < line.own.len()).then_some(At {
+                    gen: line.gen,
+                    entry: line.own.start + k,
+                });
+            }
+            l = line.parent?;
+        }
+    }
 }
 
 /// Builds the world lines of a thread whose files are `gens`, first
@@ -56,11 +118,11 @@ pub fn build(id: &str, gens: &[Rollout]) -> Thread {
     for (g, file) in gens.iter().enumerate() {
         if g == 0 {
             t.lines.push(Line {
-                path: Vec::new(),
                 parent: None,
                 shared: 0,
                 turns: None,
                 gen: 0,
+                own: 0..0,
             });
         } else {
             let from = t.current;
@@ -76,44 +138,44 @@ pub fn build(id: &str, gens: &[Rollout]) -> Thread {
                     file.entries.first().map_or(0, |e| e.ordinal)
                 }
             };
-            let path: Vec<At> = t.lines[from]
-                .path
-                .iter()
-                .copied()
+            let shared = t
+                .path(from)
                 .take_while(|&a| t.entry(gens, a).is_some_and(|e| e.ordinal < end))
-                .collect();
+                .count();
             t.lines.push(Line {
-                shared: path.len(),
-                path,
                 parent: Some(from),
+                shared,
                 turns: None,
                 gen: g,
+                own: 0..0,
             });
             t.current = t.lines.len() - 1;
         }
         for (k, e) in file.entries.iter().enumerate() {
             let at = At { gen: g, entry: k };
-            match e.kind {
-                Kind::RolledBack { turns } if turns > 0 => {
-                    let from = t.current;
-                    let cut = rollback_cut(gens, &t.lines[from].path, turns);
-                    let mut path = t.lines[from].path[..cut].to_vec();
-                    path.push(at);
-                    t.lines.push(Line {
-                        path,
-                        parent: Some(from),
-                        shared: cut,
-                        turns: Some(turns),
-                        gen: g,
-                    });
-                    t.current = t.lines.len() - 1;
+            let turns = e.turns();
+            if turns > 0 {
+                let from = t.current;
+                let cut = rollback_cut(gens, &t, from, turns);
+                t.lines.push(Line {
+                    parent: Some(from),
+                    shared: cut,
+                    turns: Some(turns),
+                    gen: g,
+                    own: k..k + 1,
+                });
+                t.current = t.lines.len() - 1;
+            } else {
+                if e.kind == Kind::Compacted {
+                    t.compactions.push((t.current, at));
                 }
-                _ => {
-                    if e.kind == Kind::Compacted {
-                        t.compactions.push((t.current, at));
-                    }
-                    let cur = t.current;
-                    t.lines[cur].path.push(at);
+                let cur = &mut t.lines[t.current];
+                // The current line's own records are the file's entries
+                // since it began: a run.
+                if cur.own.is_empty() {
+                    cur.own = k..k + 1;
+                } else {
+                    cur.own.end = k + 1;
                 }
             }
         }
@@ -121,27 +183,28 @@ pub fn build(id: &str, gens: &[Rollout]) -> Thread {
     t
 }
 
-/// Where a rollback of `turns` user turns cuts `path`: the start of the
+/// Where a rollback of `turns` user turns cuts line `l`: the start of the
 /// `turns`-th last turn holding a prompt (its `task_started`, else the
 /// prompt itself). Rolling back more turns than there are keeps the
 /// records before the first turn.
-fn rollback_cut(gens: &[Rollout], path: &[At], turns: u32) -> usize {
+fn rollback_cut(gens: &[Rollout], t: &Thread, l: usize, turns: u32) -> usize {
     let mut starts = Vec::new();
     let mut open: Option<usize> = None;
-    for (i, &a) in path.iter().enumerate() {
+    let len = t.lines[l].records();
+    for (i, a) in t.path(l).enumerate() {
         let Some(e) = gens.get(a.gen).and_then(|g| g.entries.get(a.entry)) else {
             continue;
         };
         match e.kind {
             Kind::TurnStarted => open = Some(i),
-            Kind::Prompt(_) => starts.push(open.take().unwrap_or(i)),
+            Kind::Prompt => starts.push(open.take().unwrap_or(i)),
             Kind::TurnComplete => open = None,
             _ => {}
         }
     }
     let n = turns as usize;
     if n >= starts.len() {
-        starts.first().copied().unwrap_or(path.len())
+        starts.first().copied().unwrap_or(len)
     } else {
         starts[starts.len() - n]
     }
@@ -177,10 +240,8 @@ mod tests {
     }
 
     fn ids(gens: &[Rollout], t: &Thread, l: usize) -> Vec<u64> {
-        t.lines[l]
-            .path
-            .iter()
-            .map(|&a| t.entry(gens, a).unwrap().ordinal)
+        t.path(l)
+            .map(|a| t.entry(gens, a).unwrap().ordinal)
             .collect()
     }
 
