@@ -20,7 +20,8 @@
 //! Knobs (env): WORLDLINE_CC_ENTRIES (1000000), WORLDLINE_CC_APPENDS (10
 //! turns on the big session, three times as many on the small one),
 //! WORLDLINE_CC_ONLY_APPENDS (skip the open figures), WORLDLINE_CC_ONLY_OPEN
-//! (skip the live figures), WORLDLINE_CC_NO_JQ.
+//! (skip the live figures), WORLDLINE_CC_NO_JQ, WORLDLINE_CC_KEEP=<path>
+//! (copy the generated big session there and stop: to profile on it).
 
 use std::fs::OpenOptions;
 use std::io::{BufWriter, Write};
@@ -494,6 +495,10 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
     let mut ws = generate(&small, 3000, 1 << 40);
+    if let Some(keep) = std::env::var_os("WORLDLINE_CC_KEEP") {
+        std::fs::copy(&big, keep).unwrap();
+        return;
+    }
 
     if std::env::var_os("WORLDLINE_CC_ONLY_APPENDS").is_none() {
         open_figures(&big, wb.entries);

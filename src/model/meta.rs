@@ -4,15 +4,17 @@
 //! ordinary tool call, a tool result) fit inline: the offset shares its word
 //! with the role, the kind of the one packed value and an interned tool
 //! name, and that value is a checkpoint id, a token count, a note's
-//! checkpoint or a tool call id's [`CallKey`]. Anything else (unknown
-//! roles, D-Mail and subagent calls, several calls, other markers, two
-//! values at once) goes behind one box.
+//! checkpoint or a tool call id's [`CallKey`]. Several plain calls (table
+//! names, ids matched by key alone: parallel calls) go behind a small box
+//! of their keys and names, the record staying inline otherwise. Anything
+//! else (unknown roles, D-Mail and subagent calls, other markers, two
+//! values at once) goes behind one box holding every field.
 
 use std::borrow::Cow;
 use std::fmt;
 
 use super::names::NAMES;
-use super::{DMailArgs, Marker, RecordParts, Role};
+use super::{DMailArgs, Marker, RecordParts, Role, ToolCallHead};
 
 /// A tool call id as the index keeps it for matching a call with its
 /// result: a 64-bit SipHash under a key drawn at random once per process,
@@ -102,8 +104,9 @@ pub struct RecordMeta {
     /// the two spellings kimi-cli uses compare equal.
     hash: u64,
     value: u64,
-    /// Everything but the position and hash, for records that don't fit.
-    rare: Option<Box<Rare>>,
+    /// Several plain calls, or everything but the position and hash for
+    /// records that don't fit.
+    rare: Option<Box<Boxed>>,
     /// Length of the line without its line end (lines over 4 GiB are not
     /// indexed).
     len: u32,
@@ -113,6 +116,34 @@ pub struct RecordMeta {
 
 // The point of the packing; `size_of` is checked by a test as well.
 const _: () = assert!(std::mem::size_of::<RecordMeta>() <= 40);
+
+/// Plain calls kept in the small box itself, at most.
+const FEW: usize = 3;
+
+/// What a record keeps behind its box.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Boxed {
+    /// Two or three plain calls of a record otherwise inline: their keys
+    /// and table names, an unused slot's name [`NO_NAME`].
+    Few {
+        keys: [CallKey; FEW],
+        names: [u16; FEW],
+    },
+    /// More plain calls than that, likewise (one more box keeps the small
+    /// one small).
+    Many(Box<PlainCalls>),
+    /// A record that doesn't fit inline: all its fields.
+    Full(Box<Rare>),
+}
+
+/// No table index (the table holds fewer names).
+const NO_NAME: u16 = u16::MAX;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PlainCalls {
+    keys: Box<[CallKey]>,
+    names: Box<[u16]>,
+}
 
 /// A boxed record's fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,7 +194,8 @@ impl Name {
 }
 
 /// The one value an inline record holds, or `None` when it needs the box.
-fn inline_value(parts: &RecordParts) -> Option<(u64, u64, u64)> {
+/// `calls_boxed`: its calls are in the small box, not to be packed.
+fn inline_value(parts: &RecordParts, calls_boxed: bool) -> Option<(u64, u64, u64)> {
     let mut found: Option<(u64, u64, u64)> = None;
     let mut put = |kind: u64, value: u64, name: u64| -> Option<()> {
         match found {
@@ -186,6 +218,7 @@ fn inline_value(parts: &RecordParts) -> Option<(u64, u64, u64)> {
         Some(_) => return None,
     }
     match parts.tool_calls.as_slice() {
+        _ if calls_boxed => {}
         [] => {}
         [c] if c.dmail.is_none() && !keeps_call_id(&c.name) => {
             let name = NAMES.intern(&c.name)?;
@@ -199,6 +232,39 @@ fn inline_value(parts: &RecordParts) -> Option<(u64, u64, u64)> {
         put(RESULT, CallKey::of(id).0, 0)?;
     }
     Some(found.unwrap_or((PLAIN, 0, 0)))
+}
+
+/// The keys and table names of several calls when all are plain (no
+/// D-Mail arguments, no id kept as text, names in the table); `None` for
+/// fewer than two or any other call.
+fn plain_calls(calls: &[ToolCallHead]) -> Option<Boxed> {
+    if calls.len() < 2 {
+        return None;
+    }
+    let mut keys = Vec::with_capacity(calls.len());
+    let mut names = Vec::with_capacity(calls.len());
+    for c in calls {
+        if c.dmail.is_some() || keeps_call_id(&c.name) {
+            return None;
+        }
+        names.push(NAMES.intern(&c.name)?);
+        keys.push(CallKey::of(&c.id));
+    }
+    Some(match calls.len() {
+        n @ ..=FEW => {
+            let mut few = ([CallKey(0); FEW], [NO_NAME; FEW]);
+            few.0[..n].copy_from_slice(&keys);
+            few.1[..n].copy_from_slice(&names);
+            Boxed::Few {
+                keys: few.0,
+                names: few.1,
+            }
+        }
+        _ => Boxed::Many(Box::new(PlainCalls {
+            keys: keys.into_boxed_slice(),
+            names: names.into_boxed_slice(),
+        })),
+    })
 }
 
 impl Rare {
@@ -239,12 +305,15 @@ impl RecordMeta {
     pub fn new(offset: u64, len: u32, line: u32, hash: u64, parts: RecordParts) -> RecordMeta {
         let role = role_tag(&parts.role);
         if offset <= OFFSET_MASK && role != OTHER_ROLE {
-            if let Some((kind, value, name)) = inline_value(&parts) {
+            let calls = plain_calls(&parts.tool_calls);
+            if let Some((kind, value, name)) = inline_value(&parts, calls.is_some()) {
+                // Several plain calls go to the small box; the rest is
+                // inline as if there were none.
                 return RecordMeta {
                     packed: offset | role << ROLE_SHIFT | kind << KIND_SHIFT | name << NAME_SHIFT,
                     hash,
                     value,
-                    rare: None,
+                    rare: calls.map(Box::new),
                     len,
                     line,
                 };
@@ -254,9 +323,19 @@ impl RecordMeta {
             packed: role << ROLE_SHIFT,
             hash,
             value: 0,
-            rare: Some(Box::new(Rare::from_parts(offset, parts))),
+            rare: Some(Box::new(Boxed::Full(Box::new(Rare::from_parts(
+                offset, parts,
+            ))))),
             len,
             line,
+        }
+    }
+
+    /// A record's fields when it doesn't fit inline.
+    fn full(&self) -> Option<&Rare> {
+        match self.rare.as_deref() {
+            Some(Boxed::Full(r)) => Some(r),
+            _ => None,
         }
     }
 
@@ -267,7 +346,7 @@ impl RecordMeta {
 
     /// Byte offset of the line in its file.
     pub fn offset(&self) -> u64 {
-        match &self.rare {
+        match self.full() {
             Some(r) => r.offset,
             None => self.packed & OFFSET_MASK,
         }
@@ -278,7 +357,7 @@ impl RecordMeta {
     pub fn shift(&mut self, bytes: u64, lines: u32) {
         self.line = self.line.saturating_add(lines);
         let to = self.offset().saturating_add(bytes);
-        if let Some(r) = &mut self.rare {
+        if let Some(Boxed::Full(r)) = self.rare.as_deref_mut() {
             r.offset = to;
         } else if to <= OFFSET_MASK {
             self.packed = (self.packed & !OFFSET_MASK) | to;
@@ -287,11 +366,12 @@ impl RecordMeta {
             let rare = self.to_rare(to);
             self.packed &= 0b111 << ROLE_SHIFT;
             self.value = 0;
-            self.rare = Some(Box::new(rare));
+            self.rare = Some(Box::new(Boxed::Full(Box::new(rare))));
         }
     }
 
-    /// An inline record's fields, boxed.
+    /// An inline record's fields, boxed (its calls are plain: table names,
+    /// no id text, no D-Mail arguments).
     fn to_rare(&self, offset: u64) -> Rare {
         let calls = self
             .tool_calls()
@@ -301,7 +381,7 @@ impl RecordMeta {
                     key: c.key,
                     text: None,
                 },
-                name: Name::Table(((self.packed >> NAME_SHIFT) & 0x3ff) as u16),
+                name: Name::of(c.name),
                 dmail: None,
             })
             .collect();
@@ -333,7 +413,7 @@ impl RecordMeta {
     }
 
     pub fn role(&self) -> &Role {
-        match &self.rare {
+        match self.full() {
             Some(r) => &r.role,
             None => {
                 let tag = (self.packed >> ROLE_SHIFT) & 0b111;
@@ -345,12 +425,12 @@ impl RecordMeta {
 
     /// The inline value, when it is of `kind`.
     fn inline(&self, kind: u64) -> Option<u64> {
-        (self.rare.is_none() && self.kind() == kind).then_some(self.value)
+        (self.full().is_none() && self.kind() == kind).then_some(self.value)
     }
 
     /// `id` of a `_checkpoint` record.
     pub fn checkpoint(&self) -> Option<i64> {
-        match &self.rare {
+        match self.full() {
             Some(r) => r.checkpoint,
             None => self.inline(CHECKPOINT).map(|v| v as i64),
         }
@@ -358,7 +438,7 @@ impl RecordMeta {
 
     /// `token_count` of the record.
     pub fn tokens(&self) -> Option<u64> {
-        match &self.rare {
+        match self.full() {
             Some(r) => r.tokens,
             None => self.inline(TOKENS),
         }
@@ -366,8 +446,19 @@ impl RecordMeta {
 
     /// Tool calls of an assistant message.
     pub fn tool_calls(&self) -> ToolCalls<'_> {
-        ToolCalls(match &self.rare {
-            Some(r) => Calls::Many(&r.calls),
+        ToolCalls(match self.rare.as_deref() {
+            Some(Boxed::Full(r)) => Calls::Many(&r.calls),
+            Some(Boxed::Few { keys, names }) => {
+                let n = names.iter().take_while(|&&n| n != NO_NAME).count();
+                Calls::Plain {
+                    keys: &keys[..n],
+                    names: &names[..n],
+                }
+            }
+            Some(Boxed::Many(p)) => Calls::Plain {
+                keys: &p.keys,
+                names: &p.names,
+            },
             None => match self.inline(CALL) {
                 Some(key) => Calls::One {
                     key: CallKey(key),
@@ -380,7 +471,7 @@ impl RecordMeta {
 
     /// The key of a tool message's `tool_call_id`, to find its call.
     pub fn tool_call_key(&self) -> Option<CallKey> {
-        match &self.rare {
+        match self.full() {
             Some(r) => r.result.as_ref().map(|id| id.key),
             None => self.inline(RESULT).map(CallKey),
         }
@@ -395,12 +486,12 @@ impl RecordMeta {
     /// graph interprets (D-Mail and subagent results); match others by
     /// [`RecordMeta::tool_call_key`].
     pub fn tool_call_id(&self) -> Option<&str> {
-        self.rare.as_ref()?.result.as_ref()?.text.as_deref()
+        self.full()?.result.as_ref()?.text.as_deref()
     }
 
     /// The marker recognised in the record's text, if any.
     pub fn marker(&self) -> Option<Cow<'_, Marker>> {
-        match &self.rare {
+        match self.full() {
             Some(r) => r.marker.as_ref().map(Cow::Borrowed),
             None => self
                 .inline(NOTE)
@@ -412,8 +503,16 @@ impl RecordMeta {
     /// the allocator's overhead): what benchmarks report per record.
     pub fn boxed_bytes(&self) -> usize {
         use std::mem::size_of;
-        let Some(r) = &self.rare else {
-            return 0;
+        let r = match self.rare.as_deref() {
+            None => return 0,
+            Some(Boxed::Few { .. }) => return size_of::<Boxed>(),
+            Some(Boxed::Many(p)) => {
+                return size_of::<Boxed>()
+                    + size_of::<PlainCalls>()
+                    + size_of::<CallKey>() * p.keys.len()
+                    + size_of::<u16>() * p.names.len()
+            }
+            Some(Boxed::Full(r)) => r,
         };
         let text = |s: Option<&str>| s.map_or(0, str::len);
         let role = match &r.role {
@@ -440,7 +539,7 @@ impl RecordMeta {
             _ => 0,
         };
         let result = r.result.as_ref().map_or(0, |id| text(id.text.as_deref()));
-        size_of::<Rare>() + role + calls + marker + result
+        size_of::<Boxed>() + size_of::<Rare>() + role + calls + marker + result
     }
 
     /// Index records compare by role and content hash, never by bytes.
@@ -474,7 +573,15 @@ pub struct ToolCalls<'a>(Calls<'a>);
 
 #[derive(Debug, Clone, Copy)]
 enum Calls<'a> {
-    One { key: CallKey, name: &'a str },
+    One {
+        key: CallKey,
+        name: &'a str,
+    },
+    /// Keys and table names, as many of each.
+    Plain {
+        keys: &'a [CallKey],
+        names: &'a [u16],
+    },
     Many(&'a [CallHead]),
 }
 
@@ -482,6 +589,7 @@ impl<'a> ToolCalls<'a> {
     pub fn len(&self) -> usize {
         match self.0 {
             Calls::One { .. } => 1,
+            Calls::Plain { keys, .. } => keys.len(),
             Calls::Many(calls) => calls.len(),
         }
     }
@@ -499,6 +607,12 @@ impl<'a> ToolCalls<'a> {
             Calls::One { key, name } => (i == 0).then_some(CallRef {
                 name,
                 key,
+                id: None,
+                dmail: None,
+            }),
+            Calls::Plain { keys, names } => Some(CallRef {
+                name: NAMES.get(*names.get(i)?),
+                key: *keys.get(i)?,
                 id: None,
                 dmail: None,
             }),
@@ -746,6 +860,133 @@ mod tests {
             ..parts(Role::Assistant)
         });
         assert_eq!(named.tool_calls().first().map(|c| c.name()), Some(&*long));
+    }
+
+    /// The calls as (name, key, id, dmail), for comparing forms.
+    fn calls_of(m: &RecordMeta) -> Vec<(String, CallKey, Option<String>, Option<DMailArgs>)> {
+        m.tool_calls()
+            .iter()
+            .map(|c| {
+                (
+                    c.name().to_string(),
+                    c.key(),
+                    c.id().map(str::to_string),
+                    c.dmail().cloned(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn several_plain_calls_go_to_the_small_box_and_read_back() {
+        assert!(std::mem::size_of::<Boxed>() <= 32);
+        for n in [2, 3, 4, 7] {
+            let names = ["Bash", "Read", "Grep", "Edit", "Write", "Glob", "LS"];
+            let heads: Vec<_> = (0..n)
+                .map(|i| call(&format!("toolu_{i}"), names[i]))
+                .collect();
+            let m = meta(RecordParts {
+                tool_calls: heads.clone(),
+                ..parts(Role::Assistant)
+            });
+            match m.rare.as_deref() {
+                Some(Boxed::Few { .. }) => assert!(n <= FEW),
+                Some(Boxed::Many(p)) => {
+                    assert!(n > FEW && p.keys.len() == n && p.names.len() == n)
+                }
+                other => panic!("{n} plain calls boxed as {other:?}"),
+            }
+            assert_eq!((m.offset(), m.len(), m.line(), m.hash()), (100, 10, 2, 7));
+            assert_eq!(*m.role(), Role::Assistant);
+            let want: Vec<_> = heads
+                .iter()
+                .map(|h| (h.name.clone(), CallKey::of(&h.id), None, None))
+                .collect();
+            assert_eq!(calls_of(&m), want);
+            let calls = m.tool_calls();
+            assert_eq!((calls.len(), calls.iter().len()), (n, n));
+            assert!(calls.get(n).is_none());
+            assert!(calls.first().unwrap().is("toolu_0"));
+            assert!(m.checkpoint().is_none() && m.tokens().is_none());
+            assert!(m.tool_call_key().is_none() && m.tool_call_id().is_none());
+            assert!(m.marker().is_none());
+            assert!(m.boxed_bytes() <= 64 + 10 * n);
+            assert_eq!(m.clone(), m);
+        }
+    }
+
+    #[test]
+    fn the_small_box_leaves_the_one_value_inline() {
+        let m = meta(RecordParts {
+            tokens: Some(42),
+            tool_calls: vec![call("a", "Bash"), call("b", "Bash")],
+            ..parts(Role::Assistant)
+        });
+        assert!(matches!(m.rare.as_deref(), Some(Boxed::Few { .. })));
+        assert_eq!(m.tokens(), Some(42));
+        assert_eq!(m.tool_calls().len(), 2);
+        // Two values besides the calls: everything in the full box.
+        let both = meta(RecordParts {
+            tokens: Some(42),
+            checkpoint: Some(1),
+            tool_calls: vec![call("a", "Bash"), call("b", "Bash")],
+            ..parts(Role::Assistant)
+        });
+        assert!(matches!(both.rare.as_deref(), Some(Boxed::Full(_))));
+        assert_eq!((both.tokens(), both.checkpoint()), (Some(42), Some(1)));
+        assert_eq!(calls_of(&both), calls_of(&m));
+    }
+
+    #[test]
+    fn a_call_that_keeps_more_sends_all_to_the_full_box() {
+        let dmail = DMailArgs {
+            message: "back".into(),
+            checkpoint_id: 3,
+        };
+        let long = "n".repeat(super::super::names::MAX_LEN + 1);
+        let odd = [
+            ToolCallHead {
+                dmail: Some(dmail.clone()),
+                ..call("d", "SendDMail")
+            },
+            call("t", "Task"),
+            call("g", "Agent"),
+            call("l", &long),
+        ];
+        for c in odd {
+            let heads = vec![call("a", "Bash"), c.clone(), call("b", "Read")];
+            let m = meta(RecordParts {
+                tool_calls: heads.clone(),
+                ..parts(Role::Assistant)
+            });
+            assert!(matches!(m.rare.as_deref(), Some(Boxed::Full(_))), "{c:?}");
+            let got = calls_of(&m);
+            assert_eq!(got[1].0, c.name);
+            assert_eq!(got[1].1, CallKey::of(&c.id));
+            let kept = c.dmail.is_some() || keeps_call_id(&c.name);
+            assert_eq!(got[1].2.as_deref(), kept.then_some(c.id.as_str()));
+            assert_eq!(got[1].3, c.dmail);
+            assert_eq!((got[0].2.as_deref(), got[2].0.as_str()), (None, "Read"));
+        }
+    }
+
+    #[test]
+    fn shifting_a_record_with_boxed_calls_keeps_them() {
+        let mut m = meta(RecordParts {
+            tool_calls: vec![call("a", "Bash"), call("b", "Read"), call("c", "Grep")],
+            ..parts(Role::Assistant)
+        });
+        let before = calls_of(&m);
+        m.shift(1 << 20, 1);
+        assert!(matches!(m.rare.as_deref(), Some(Boxed::Few { .. })));
+        assert_eq!(
+            (m.offset(), m.line(), calls_of(&m)),
+            (100 + (1 << 20), 3, before.clone())
+        );
+        m.shift(1 << 48, 0);
+        assert!(matches!(m.rare.as_deref(), Some(Boxed::Full(_))));
+        assert_eq!(m.offset(), 100 + (1 << 20) + (1 << 48));
+        assert_eq!((calls_of(&m), m.role()), (before, &Role::Assistant));
     }
 
     #[test]

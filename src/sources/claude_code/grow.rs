@@ -84,7 +84,7 @@ impl Growth {
         // a reply nor a result.
         let mut k0 = recs.len();
         while k0 > line.shared {
-            let e = &entries[recs[k0 - 1].entry];
+            let e = &entries[recs[k0 - 1].entry()];
             if matches!(e.kind, Kind::Assistant | Kind::Result) {
                 k0 -= 1;
             } else {
@@ -94,9 +94,9 @@ impl Growth {
         if k0 == 0 || k0 <= line.shared && line.parent.is_some() {
             return None;
         }
-        let anchor = recs[k0 - 1].entry;
+        let anchor = recs[k0 - 1].entry();
         let e0 = match recs.get(k0) {
-            Some(r) => r.entry,
+            Some(r) => r.entry(),
             None => n0,
         };
         if anchor >= e0 || (k0 == recs.len() && anchor != line.leaf) {
@@ -105,11 +105,11 @@ impl Growth {
         // The old part of the window is this line's alone, whole.
         let mut covered = 0;
         for r in &recs[k0..] {
-            if r.entry < e0 || r.upto >= n0 {
+            if r.entry() < e0 || r.upto() >= n0 {
                 return None;
             }
-            let e = &entries[r.entry];
-            covered += 1 + entries[r.entry + 1..=r.upto]
+            let e = &entries[r.entry()];
+            covered += 1 + entries[r.entry() + 1..=r.upto()]
                 .iter()
                 .filter(|x| x.kind == Kind::Assistant && x.msg == e.msg)
                 .count();
@@ -165,10 +165,11 @@ impl Growth {
         }
         let line = &mut tree.lines[c];
         line.records.truncate(k0);
-        line.records.extend(one.records.iter().map(|r| Rec {
-            entry: r.entry + e0,
-            upto: r.upto + e0,
-        }));
+        line.records.extend(
+            one.records
+                .iter()
+                .map(|r| Rec::new(r.entry() + e0, r.upto() + e0)),
+        );
         line.leaf = one.leaf + e0;
         if line.prompt.is_none_or(|p| p >= e0) {
             line.prompt = one.prompt.map(|p| p + e0);

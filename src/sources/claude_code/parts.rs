@@ -67,7 +67,7 @@ impl Read {
             .lines
             .iter()
             .enumerate()
-            .find_map(|(l, line)| Some((l, line.records.iter().position(|r| r.entry == i)?)))
+            .find_map(|(l, line)| Some((l, line.records.iter().position(|r| r.entry() == i)?)))
     }
 }
 
@@ -77,7 +77,28 @@ pub fn session_parts(path: &Path, times: bool) -> Result<SessionParts> {
     let name = main_name(path);
     let main = Read::of(path, &name)?;
     let first = agent_parts(&main, path, times);
-    assemble(path, &main, first, times, Read::of)
+    let big = main.scan.bytes >= RELEASE_FROM;
+    let parts = assemble(path, &main, first, times, Read::of);
+    drop(main);
+    if big {
+        release_freed();
+    }
+    parts
+}
+
+/// Files from this size on leave enough freed behind to hand back.
+const RELEASE_FROM: u64 = 32 << 20;
+
+/// Hands the memory a big read freed back to the system. Reading a file
+/// of a million entries frees several times what its session keeps, and
+/// glibc keeps up to 64 MB of free heap resident (a threshold it raises
+/// itself after big allocations): as much again as the session holds.
+fn release_freed() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// `<id>.jsonl`, as warnings name the main file.

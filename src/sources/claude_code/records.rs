@@ -32,25 +32,25 @@ pub fn role_of(kind: Kind) -> Role {
 }
 
 /// The index entry of one record: its entry, or an entry and the other
-/// parallel `tool_use` entries of its message up to `rec.upto`.
+/// parallel `tool_use` entries of its message up to `rec.upto()`.
 pub fn record_meta(scan: &Scan, rec: Rec) -> RecordMeta {
     let entries = &scan.entries;
-    let e = &entries[rec.entry];
+    let e = &entries[rec.entry()];
     let head = |(id, name): (&str, &str)| ToolCallHead {
         id: id.to_string(),
         name: name.to_string(),
         dmail: None,
     };
     let mut calls: Vec<ToolCallHead> = scan.calls(e).map(head).collect();
-    let (len, hash) = if rec.upto > rec.entry {
+    let (len, hash) = if rec.upto() > rec.entry() {
         let mut hash = e.hash;
-        for x in &entries[rec.entry + 1..=rec.upto] {
+        for x in &entries[rec.entry() + 1..=rec.upto()] {
             if x.kind == Kind::Assistant && x.msg == e.msg {
                 hash = fold(hash, x.hash);
                 calls.extend(scan.calls(x).map(head));
             }
         }
-        let end = &entries[rec.upto];
+        let end = &entries[rec.upto()];
         let len = (end.offset + u64::from(end.len)).saturating_sub(e.offset);
         (u32::try_from(len).unwrap_or(u32::MAX), hash)
     } else {
@@ -85,6 +85,9 @@ pub fn line_index(
         Some(b) if b.len() >= line.shared => (b.prefix(line.shared), line.shared),
         _ => (crate::read::Records::new(), 0),
     };
+    // Its own records in one allocation: a buffer doubling to a million
+    // records leaves the freed halves resident.
+    records.reserve_exact(line.records.len().saturating_sub(shared));
     let mut when = Times::default();
     for (i, &r) in line.records.iter().enumerate().skip(shared) {
         records.push(record_meta(scan, r));
@@ -105,7 +108,7 @@ pub fn line_index(
 
 /// A record's time: its entry's `timestamp`.
 pub fn time_of(scan: &Scan, r: Rec) -> Option<f64> {
-    let t = scan.entries[r.entry].time;
+    let t = scan.entries[r.entry()].time;
     (!t.is_nan()).then_some(t)
 }
 

@@ -85,10 +85,10 @@ pub type Span = (u32, u32);
 /// What only some entries carry (text as spans of the scan's buffer).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Extra {
-    /// A compact boundary's `logicalParentUuid` and
-    /// `compactMetadata.preservedSegment.tailUuid`.
-    pub logical: Id,
-    pub tail: Id,
+    /// A compact boundary's `compactMetadata.preservedSegment.tailUuid`
+    /// and `logicalParentUuid` (boxed: few entries are boundaries, and
+    /// inline they would double every entry's extra).
+    pub links: Option<Box<(Id, Id)>>,
     /// `tool_use` blocks of an assistant entry: `(first, count)` in
     /// [`Scan::calls`].
     pub calls: (u32, u32),
@@ -110,7 +110,8 @@ pub const TEXT_KEEP: usize = 300;
 pub fn boundary_links(e: &Entry, extras: &[Extra]) -> (Id, Id) {
     extras
         .get(e.extra as usize)
-        .map_or((0, 0), |x| (x.tail, x.logical))
+        .and_then(|x| x.links.as_deref().copied())
+        .unwrap_or((0, 0))
 }
 
 /// A file as read so far.
@@ -247,6 +248,17 @@ impl Scan {
         };
         let mut rest = Scan::new(name, path);
         rest.bytes = cut;
+        // The second half's tables are made here, not on its thread: a
+        // buffer grows in the arena that made it, and only the main one
+        // hands its freed top back (`malloc_trim`); a thread's arena would
+        // keep tens of MB resident once they are freed. Sized as recorded
+        // files need (an entry per ~1.7 KB, an extra per two, a call per
+        // four, a byte of kept text per ~95): more grows as it must.
+        let est = ((g.len - cut) / 1024).min(1 << 26) as usize;
+        rest.entries.reserve(est);
+        rest.extras.reserve(est / 2);
+        rest.calls.reserve(est / 4);
+        rest.strs.reserve(est * 16);
         let (first, second) = std::thread::scope(|t| {
             let h = t.spawn(|| {
                 feed(&mut rest, cut, g.len)?;
@@ -308,7 +320,7 @@ impl Scan {
                 e.extra += extras;
             }
         }
-        self.entries.append(&mut b.entries);
+        append_freeing(&mut self.entries, std::mem::take(&mut b.entries));
         self.extras.append(&mut b.extras);
         self.calls.append(&mut b.calls);
         self.strs.push_str(&b.strs);
@@ -616,11 +628,11 @@ impl Scan {
             }
             "attachment" => Kind::Attachment,
             "system" if l.subtype.as_deref() == Some("compact_boundary") => {
-                extra.logical = match l.logical.as_deref() {
+                let logical = match l.logical.as_deref() {
                     Some(p) if !p.is_empty() => self.key(p),
                     _ => 0,
                 };
-                extra.tail = match l
+                let tail = match l
                     .compact
                     .as_ref()
                     .and_then(|c| c.preserved.as_ref())
@@ -629,6 +641,9 @@ impl Scan {
                     Some(p) if !p.is_empty() => self.key(p),
                     _ => 0,
                 };
+                if (tail, logical) != (0, 0) {
+                    extra.links = Some(Box::new((tail, logical)));
+                }
                 Kind::Boundary
             }
             "system" => Kind::System,
@@ -661,6 +676,26 @@ impl Scan {
             calls,
         });
     }
+}
+
+/// Appends `from` to `to` a piece at a time from its end, handing each
+/// piece's memory back as it goes: the second half of a big file's
+/// entries is not resident twice while it joins the first.
+fn append_freeing(to: &mut Vec<Entry>, mut from: Vec<Entry>) {
+    const PIECE: usize = 1 << 16;
+    let (n, k) = (to.len(), from.len());
+    to.reserve_exact(k);
+    let spare = &mut to.spare_capacity_mut()[..k];
+    while !from.is_empty() {
+        let at = from.len().saturating_sub(PIECE);
+        for (slot, e) in spare[at..].iter_mut().zip(from.drain(at..)) {
+            slot.write(e);
+        }
+        from.shrink_to_fit();
+    }
+    // SAFETY: the `k` slots past `n` were all written above (a panic
+    // before this leaks them, never exposes them).
+    unsafe { to.set_len(n + k) };
 }
 
 /// User text that is Claude Code's own, not typed: command echoes and

@@ -45,10 +45,31 @@ pub struct Line {
 /// One record of a world line: entry `entry`, and when the line goes
 /// through one of several parallel `tool_use` entries, the last of the
 /// others (`upto`) whose lines it spans.
+/// Entry indexes are kept in 32 bits, as the tree's tables keep them: a
+/// line of a million records is 8 MB of these, not 16.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rec {
-    pub entry: usize,
-    pub upto: usize,
+    entry: u32,
+    upto: u32,
+}
+
+impl Rec {
+    /// Entry `entry` spanning the others up to `upto` (itself: none);
+    /// indexes past 32 bits are not made (a file holds fewer entries).
+    pub fn new(entry: usize, upto: usize) -> Rec {
+        Rec {
+            entry: entry as u32,
+            upto: upto as u32,
+        }
+    }
+
+    pub fn entry(self) -> usize {
+        self.entry as usize
+    }
+
+    pub fn upto(self) -> usize {
+        self.upto as usize
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -140,6 +161,9 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
             parent[i] = p;
         }
     }
+    // The biggest table here (~66 B per entry), not needed past parents:
+    // freed before the lines' own tables are made, it bounds the peak.
+    drop(index);
     cut_cycles(entries, &dup, &mut parent, &mut tree.warnings);
     // Children, in file order (CSR).
     let mut first_child = vec![0u32; n + 1];
@@ -159,12 +183,15 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
             fill[p as usize] += 1;
         }
     }
+    drop(fill);
     let kids = |i: usize| &children[first_child[i] as usize..first_child[i + 1] as usize];
-    // Parents before children.
-    let mut order: Vec<u32> = (0..n)
-        .filter(|&i| !dup[i] && parent[i] == NONE)
-        .map(|i| i as u32)
-        .collect();
+    // Parents before children (each entry at most once: no regrowth).
+    let mut order: Vec<u32> = Vec::with_capacity(n);
+    order.extend(
+        (0..n)
+            .filter(|&i| !dup[i] && parent[i] == NONE)
+            .map(|i| i as u32),
+    );
     let mut k = 0;
     while k < order.len() {
         let i = order[k] as usize;
@@ -205,6 +232,7 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
             _ => false,
         };
     }
+    drop(last_result);
     // Entries on some world line.
     let mut live = vec![false; n];
     for &i in order.iter().rev() {
@@ -230,19 +258,23 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
             starts.push(i);
         }
     }
+    drop(order);
     let mut owner = vec![NONE; n];
-    let mut segs: Vec<Vec<usize>> = Vec::with_capacity(starts.len());
+    // Entry indexes in 32 bits, as the tables above.
+    let mut segs: Vec<Vec<u32>> = Vec::with_capacity(starts.len());
     for (s, &start) in starts.iter().enumerate() {
-        let mut seg = vec![start];
+        let mut seg = vec![start as u32];
         owner[start] = s as u32;
         let mut x = start;
         while let Some(c) = primary(x) {
             owner[c] = s as u32;
-            seg.push(c);
+            seg.push(c as u32);
             x = c;
         }
         segs.push(seg);
     }
+    // The lines' tables come next: what made the segments goes first.
+    drop((children, first_child));
     // Order: by the file line of each start, parents first.
     let parent_start = |s: usize| -> Option<usize> {
         let p = parent[starts[s]];
@@ -310,13 +342,16 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
         v.dedup();
     }
     // The lines.
-    let mut paths: Vec<Vec<usize>> = vec![Vec::new(); starts.len()];
+    let mut paths: Vec<Vec<u32>> = vec![Vec::new(); starts.len()];
     for &s in &sorted {
         let mut path = match parent_start(s) {
             Some(ps) if rank[ps] < rank[s] => {
                 let p = parent[starts[s]] as usize;
                 let pp = &paths[ps];
-                let at = pp.iter().position(|&x| x == p).map_or(0, |k| k + 1);
+                let at = pp
+                    .iter()
+                    .position(|&x| x as usize == p)
+                    .map_or(0, |k| k + 1);
                 pp[..at].to_vec()
             }
             _ => Vec::new(),
@@ -349,7 +384,7 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
         let summarize = ps.is_some() && entries[start].kind == Kind::Boundary;
         tree.lines.push(Line {
             start,
-            leaf: *seg.last().unwrap_or(&start),
+            leaf: seg.last().map_or(start, |&l| l as usize),
             parent: ps.map(|ps| rank[ps]),
             after: ps.map(|_| parent[start] as usize),
             summarize,
@@ -357,7 +392,7 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
             shared,
             prompt: seg
                 .iter()
-                .copied()
+                .map(|&i| i as usize)
                 .find(|&i| entries[i].kind == Kind::Prompt),
         });
     }
@@ -390,21 +425,23 @@ pub fn build(entries: &[Entry], extras: &[Extra]) -> Tree {
 /// for), with the folded results joined at `at` placed among the path's
 /// entries in file order.
 fn records(
-    path: &[usize],
+    path: &[u32],
     entries: &[Entry],
     upto: &[u32],
     extras: &HashMap<usize, Vec<usize>>,
 ) -> Vec<Rec> {
     let mut out = Vec::with_capacity(path.len());
     let mut pending: BinaryHeap<std::cmp::Reverse<usize>> = BinaryHeap::new();
-    let rec = |i: usize| Rec {
-        entry: i,
-        upto: match upto[i] {
-            NONE => i,
-            u => u as usize,
-        },
+    let rec = |i: usize| {
+        Rec::new(
+            i,
+            match upto[i] {
+                NONE => i,
+                u => u as usize,
+            },
+        )
     };
-    for &i in path {
+    for i in path.iter().map(|&i| i as usize) {
         while let Some(&std::cmp::Reverse(x)) = pending.peek() {
             if entries[x].line > entries[i].line {
                 break;
@@ -513,7 +550,7 @@ mod tests {
     fn ids(scan: &Scan, l: &Line) -> Vec<u32> {
         l.records
             .iter()
-            .map(|r| scan.entries[r.entry].id as u32)
+            .map(|r| scan.entries[r.entry()].id as u32)
             .collect()
     }
 
@@ -534,7 +571,7 @@ mod tests {
         assert_eq!(t.lines.len(), 1, "{t:?}");
         assert_eq!(ids(&scan, &t.lines[0]), [1, 2, 3, 5, 6, 7, 8]);
         // The record of call 3 stands for call 4 too.
-        assert_eq!(t.lines[0].records[2].upto, 3);
+        assert_eq!(t.lines[0].records[2].upto(), 3);
         assert_eq!(t.current, Some(0));
         assert!(t.warnings.is_empty());
     }
@@ -557,7 +594,7 @@ mod tests {
                 t.lines[0]
                     .records
                     .iter()
-                    .map(|r| r.upto - r.entry + 1)
+                    .map(|r| r.upto() - r.entry() + 1)
                     .sum::<usize>(),
                 n
             );
