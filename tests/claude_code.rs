@@ -18,7 +18,7 @@ fn fixtures() -> Vec<PathBuf> {
 
 /// The binary with only this Claude Code home (and empty kimi homes).
 fn bin(config: &Path, cwd: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     c.env("CLAUDE_CONFIG_DIR", config);
     c.env("KIMI_SHARE_DIR", config.join("no-kimi-cli-here"));
     c.env("KIMI_CODE_HOME", config.join("no-kimi-code-here"));

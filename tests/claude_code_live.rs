@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -102,7 +102,7 @@ fn follow_case(case: &Path) {
     let mut done: BTreeMap<PathBuf, usize> = BTreeMap::new();
     done.insert(main.clone(), nl);
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut child = common::worldline()
         .args(["watch", "--json"])
         .arg(&main)
         .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
@@ -146,7 +146,7 @@ fn follow_case(case: &Path) {
         }
         std::thread::sleep(Duration::from_millis(15));
     }
-    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     c.args(["tree", "--format", "json"]).arg(&main);
     let tree: Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
     assert_eq!(tree["session_id"], id.as_str());

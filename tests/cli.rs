@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     c.env_remove("KIMI_SHARE_DIR");
     c
 }

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 mod common;
 
 fn bin(home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     c.env("CODEX_HOME", home);
     // Empty kimi homes, so only Codex threads are there.
     c.env("KIMI_SHARE_DIR", home.join("no-kimi-cli-here"));

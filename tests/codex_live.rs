@@ -60,7 +60,7 @@ fn chunks(bytes: &[u8], rng: &mut common::Rng, max: usize) -> Vec<Vec<u8>> {
 }
 
 fn tree_json(home: &Path, first: &Path) -> serde_json::Value {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     c.env("CODEX_HOME", home)
         .args(["tree", first.to_str().unwrap(), "--format", "json"]);
     serde_json::from_str(&common::stdout_of(c)).unwrap()

@@ -12,7 +12,7 @@ use serde_json::Value;
 mod common;
 
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     // No session of the machine's own is ever looked at.
     c.env("KIMI_SHARE_DIR", "/nonexistent/worldline-test");
     c.env("KIMI_CODE_HOME", "/nonexistent/worldline-test");

@@ -1,5 +1,7 @@
 //! The demo agent, run flat out on a fake clock, writes what kimi-cli would.
 
+mod common;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -435,12 +437,12 @@ fn a_user_dmail_that_names_the_cli_bug_spares_the_agent_its_own() {
 #[test]
 fn headless_binary_prints_the_session_dir_and_stops_cleanly_on_sigterm() {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
 
     let tmp = tempfile::tempdir().unwrap();
     // Its own runtime dir: never the shared /tmp/worldline-<uid>.
     let runtime = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut child = common::worldline()
         .args(["demo", "--headless", "--speed", "50", "--dir"])
         .arg(tmp.path())
         .env("XDG_RUNTIME_DIR", runtime.path())
@@ -469,11 +471,11 @@ fn headless_binary_prints_the_session_dir_and_stops_cleanly_on_sigterm() {
 #[test]
 fn headless_binary_runs_the_story_to_its_end_and_keeps_the_session() {
     use std::io::Read;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
 
     let tmp = tempfile::tempdir().unwrap();
     let runtime = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let out = common::worldline()
         .args(["demo", "--headless", "--speed", "400", "--dir"])
         .arg(tmp.path())
         .env("XDG_RUNTIME_DIR", runtime.path())
@@ -505,7 +507,7 @@ fn headless_binary_runs_the_story_to_its_end_and_keeps_the_session() {
         "nothing serves D-Mails now"
     );
     // The kept session reads back: three world lines, the last one current.
-    let tree = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let tree = common::worldline()
         .args(["tree", "--format", "json"])
         .arg(&session)
         .output()
@@ -585,13 +587,13 @@ fn own_dmails_say_what_a_revert_leaves_on_disk() {
 #[test]
 fn a_running_demo_can_be_found_listed_and_named_by_id() {
     use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
 
     let tmp = tempfile::tempdir().unwrap();
     let runtime = tempfile::tempdir().unwrap();
     let empty_share = tempfile::tempdir().unwrap();
     let wl = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+        let out = common::worldline()
             .args(args)
             .env("XDG_RUNTIME_DIR", runtime.path())
             .env("KIMI_SHARE_DIR", empty_share.path())
@@ -611,7 +613,7 @@ fn a_running_demo_can_be_found_listed_and_named_by_id() {
     assert!(none.starts_with("no live sessions"), "{none}");
     // The demo in a temporary directory no listing looks in (slow enough to
     // still be running while we look).
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut child = common::worldline()
         .args(["demo", "--headless", "--speed", "0.5", "--dir"])
         .arg(tmp.path())
         .env("XDG_RUNTIME_DIR", runtime.path())

@@ -24,7 +24,7 @@ impl Drop for Demo {
 }
 
 fn wl() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_worldline"))
+    common::worldline()
 }
 
 fn tree_json(dir: &Path) -> serde_json::Value {

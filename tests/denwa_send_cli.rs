@@ -22,7 +22,7 @@ fn live(n_checkpoints: i64) -> Live {
 }
 
 fn worldline(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut cmd = common::worldline();
     cmd.args(args)
         .stdin(if stdin.is_some() {
             Stdio::piped()

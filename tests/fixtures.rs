@@ -258,7 +258,7 @@ fn every_legacy_session_reads_with_sensible_counts() {
 
 /// `worldline tree --format json <target>` with `KIMI_SHARE_DIR=share`.
 fn tree_json(share: &Path, target: &str) -> Value {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     c.env("KIMI_SHARE_DIR", share)
         .args(["tree", "--format", "json", target]);
     serde_json::from_str(&common::stdout_of(c)).unwrap()

@@ -92,7 +92,7 @@ fn hello_v1(op: &str) -> Option<Value> {
 }
 
 fn worldline(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut child = common::worldline()
         .args(args)
         .stdin(if stdin.is_some() {
             Stdio::piped()
@@ -124,7 +124,7 @@ fn a_relative_socket_in_denwa_json_receives_nothing() {
     let fake = Fake::serve(&dir.join("s.sock"), hello_v1);
     // Relative to wherever the client runs: here, the private dir.
     announce(&session, Path::new("s.sock"), my_pid());
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let out = common::worldline()
         .args([
             "send",
             session.to_str().unwrap(),
@@ -514,7 +514,7 @@ fn a_server_that_never_accepts_or_trickles_is_given_up_on() {
 fn a_message_from_an_endless_stdin_is_refused_at_the_limit() {
     let l = live_with(ServerLimits::default(), tempfile::tempdir().unwrap());
     let t0 = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let out = common::worldline()
         .args([
             "send",
             l.session.path().to_str().unwrap(),

@@ -10,7 +10,7 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -40,7 +40,7 @@ impl Ran {
 /// test run).
 fn run(share: &Path, args: &[&OsStr]) -> Ran {
     let start = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut child = common::worldline()
         .args(args)
         .env("KIMI_SHARE_DIR", share)
         .env_remove("XDG_RUNTIME_DIR")
@@ -486,7 +486,7 @@ fn tree_dot_names_the_real_session() {
         tmp.path(),
         OsStr::new("7600d855-00b0-4139-aa93-a9aed5dee7dc"),
     );
-    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     c.args(["tree", ".", "--format", "json"])
         .current_dir(&dir)
         .env("KIMI_SHARE_DIR", tmp.path());
@@ -519,7 +519,7 @@ fn unreadable_subagents_are_warnings_not_failures() {
     std::fs::create_dir(&bad).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&bad, std::fs::Permissions::from_mode(0o000)).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut cmd = common::worldline();
     cmd.args(["tree", "--format", "json"])
         .arg(&dir)
         .env("KIMI_SHARE_DIR", tmp.path());
@@ -659,7 +659,7 @@ fn watch_warns_about_a_fifo_state_json_and_keeps_going() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = session_copy(tmp.path(), OsStr::new("s"));
     plant(&dir.join("state.json"), "fifo");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut child = common::worldline()
         .args(["watch", "--json"])
         .arg(&dir)
         .env("KIMI_SHARE_DIR", tmp.path())
@@ -702,7 +702,7 @@ fn watch_says_when_it_falls_back_to_polling() {
     use std::os::unix::process::CommandExt;
     let tmp = tempfile::tempdir().unwrap();
     let dir = session_copy(tmp.path(), OsStr::new("s"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut cmd = common::worldline();
     cmd.args(["watch", "--json"])
         .arg(&dir)
         .stdin(Stdio::null())

@@ -8,7 +8,7 @@ mod common;
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -52,7 +52,7 @@ fn code_home() -> (tempfile::TempDir, PathBuf, PathBuf) {
 /// instead of holding it.
 fn run(home: &Path, args: &[&std::ffi::OsStr]) -> (Output, Duration) {
     let t = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let child = common::worldline()
         .args(args)
         .env("KIMI_CODE_HOME", home)
         .env("KIMI_SHARE_DIR", home.join("no-kimi-cli"))
@@ -133,7 +133,7 @@ fn side_files_that_are_fifos_devices_or_symlinks_are_refused_with_a_warning() {
 #[test]
 fn watch_ends_on_sigterm_when_state_json_becomes_a_fifo() {
     let (_t, home, session) = code_home();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut child = common::worldline()
         .args(["watch", "--json", "--poll"])
         .arg(&session)
         .env("KIMI_CODE_HOME", &home)
@@ -233,7 +233,7 @@ fn replay_refuses_a_directory_that_holds_files() {
     std::fs::create_dir(&dst).unwrap();
     std::fs::write(dst.join("state.json"), "{\"mine\": 1}").unwrap();
     std::fs::write(dst.join("wire.jsonl"), "keep\n").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let o = common::worldline()
         .args(["replay", "--headless", "--speed", "1000", "--dir"])
         .arg(&dst)
         .arg(&src)
@@ -261,7 +261,7 @@ fn a_rotation_numbered_2_64_minus_1_is_an_old_world_line() {
         s.join("context_18446744073709551615.jsonl"),
     )
     .unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     c.args(["tree", "--format", "json"]).arg(&s);
     let v: serde_json::Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
     let lines = v["world_lines"].as_array().unwrap();
@@ -275,7 +275,7 @@ fn a_rotation_numbered_2_64_minus_1_is_an_old_world_line() {
     let dst = tmp.path().join("replayed");
     let open = common::replay_headless(&s, &dst);
     assert!(open.join("context.jsonl").is_file() || dst.join("context.jsonl").is_file());
-    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     c.args(["tree", "--format", "json"]).arg(&open);
     let v: serde_json::Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
     let files: Vec<&str> = v["world_lines"]
@@ -309,7 +309,7 @@ fn absurd_wire_times_are_unknown_not_year_292277026596() {
     }
     std::fs::write(s.join("wire.jsonl"), out).unwrap();
     for format in ["text", "json", "html", "mermaid"] {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+        let mut c = common::worldline();
         c.args(["tree", "--format", format]).arg(&s);
         let printed = common::stdout_of(c);
         assert!(!printed.contains("292277"), "{format}: {printed}");
@@ -328,7 +328,7 @@ fn numbered_subagents_link_by_their_number() {
     let s = tmp.path().join("s");
     copy_dir(&src, &s);
     let sub = |s: &Path| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+        let mut c = common::worldline();
         c.args(["tree", "--format", "json"]).arg(s);
         let v: serde_json::Value = serde_json::from_str(&common::stdout_of(c)).unwrap();
         v["subagents"][0].clone()

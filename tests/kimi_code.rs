@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 mod common;
 
 fn bin(home: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     c.env("KIMI_CODE_HOME", home);
     // An empty kimi-cli share dir, so only Kimi Code sessions are there.
     c.env("KIMI_SHARE_DIR", home.join("no-kimi-cli-here"));
@@ -433,7 +433,7 @@ fn a_work_dir_with_sessions_of_both_tools() {
         .set_modified(later)
         .unwrap();
     let run_here = |args: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+        let mut c = common::worldline();
         c.env("KIMI_SHARE_DIR", &share)
             .env("KIMI_CODE_HOME", &home)
             .current_dir(&work)

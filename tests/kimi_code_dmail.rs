@@ -3,11 +3,12 @@
 //! every refusal writing nothing (no POST), and the exit codes. The real
 //! `kimi web` is driven by tests/kimi_code_bridge.sh.
 
+mod common;
+
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
@@ -206,7 +207,7 @@ fn home(port: Option<u16>, token: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 fn send(home_dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let out = common::worldline()
         .arg("send")
         .args(args)
         .env("KIMI_CODE_HOME", home_dir)
@@ -671,7 +672,7 @@ fn dmail_wire() -> String {
 }
 
 fn tree(dir: &Path, format: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let out = common::worldline()
         .args(["tree", "--format", format])
         .arg(dir)
         .env("KIMI_CODE_HOME", dir.join("no-home"))

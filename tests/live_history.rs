@@ -8,7 +8,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -233,7 +233,7 @@ fn fork_appears_while_watching(poll: bool) {
     let source = "0706220a-4234-46bf-958b-2c56b11dcb00";
     let fork = "1daf86b9-2123-4299-843b-fa06669261a9";
     copy_dir(&folder.join(source), &work.join(source));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut cmd = common::worldline();
     cmd.env("KIMI_SHARE_DIR", tmp.path())
         .args(["watch", "--json", source]);
     if poll {
@@ -301,7 +301,7 @@ fn replay_copies_context_sub_and_flat_sessions() {
 #[test]
 fn watch_streams_a_flat_session_with_its_numbered_subagent() {
     let folder = work_folder("v0_55_subagent_dmail");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let mut child = common::worldline()
         .args(["watch", "--json"])
         .arg(folder.join("fb737bcc-f403-41a3-b5cc-447f8d2fd329.jsonl"))
         .stdout(Stdio::piped())

@@ -12,7 +12,7 @@ mod common;
 
 /// The binary with only this Pi home: every other agent's home is empty.
 fn bin(agent_dir: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = common::worldline();
     let nothing = agent_dir.join("no-other-agent-here");
     c.env("PI_CODING_AGENT_DIR", agent_dir)
         .env_remove("PI_CODING_AGENT_SESSION_DIR")

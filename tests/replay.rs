@@ -7,7 +7,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -252,7 +251,7 @@ fn the_binary_plays_headless_into_a_named_directory() {
         v.as_object_mut().unwrap().remove("session_id");
     }
     assert_eq!(a, b);
-    let bad = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let bad = common::worldline()
         .args(["replay", "--headless", "--speed", "0"])
         .arg(&src)
         .output()
@@ -290,7 +289,7 @@ fn a_flat_session_replays_into_a_folder_and_opens_by_its_main_file() {
 fn a_headless_replay_without_a_dir_keeps_the_copy_it_names() {
     let src = fixture_session("kimi-cli", "dmail_basic");
     let tmp = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_worldline"))
+    let out = common::worldline()
         .args(["replay", "--headless", "--speed", "1000"])
         .arg(&src)
         .env("TMPDIR", tmp.path())

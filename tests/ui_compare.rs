@@ -258,7 +258,7 @@ fn a_rewind_a_tree_move_and_a_rollback_compare_from_where_they_part() {
     for (case, why, snap) in cases {
         let session = append_only(case);
         // What `worldline compare --format json` says of the same pair.
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"))
+        let out = common::worldline()
             .args(["compare", "--format", "json"])
             .arg(&session)
             .env("NO_COLOR", "1")

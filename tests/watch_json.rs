@@ -6,7 +6,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
@@ -45,7 +45,7 @@ struct Watch {
 
 impl Watch {
     fn start(dir: &Path, poll: bool) -> Watch {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_worldline"));
+        let mut cmd = common::worldline();
         cmd.arg("watch").arg(dir).arg("--json");
         if poll {
             cmd.arg("--poll");

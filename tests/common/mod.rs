@@ -16,6 +16,18 @@ use std::time::{Duration, Instant};
 use worldline::live::LiveEvent;
 use worldline::worldline::Session;
 
+/// The binary with a runtime directory of this test process's own, so a
+/// demo or a live session the machine's user runs is never seen (`list`,
+/// lookup by id, sockets). A test that shares one with a demo it starts
+/// sets `XDG_RUNTIME_DIR` again.
+pub fn worldline() -> std::process::Command {
+    static RUNTIME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = RUNTIME.get_or_init(|| tempfile::tempdir().expect("a private runtime dir"));
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"));
+    c.env("XDG_RUNTIME_DIR", dir.path());
+    c
+}
+
 /// The one session directory inside a fixture scenario.
 pub fn session_dir(scenario: &Path) -> PathBuf {
     let only = |d: &Path| {
@@ -273,7 +285,7 @@ pub fn stdout_of(mut c: std::process::Command) -> String {
 /// `worldline replay --headless --dir DST SRC`, played fast; the path it
 /// prints to open.
 pub fn replay_headless(src: &Path, dst: &Path) -> PathBuf {
-    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_worldline"));
+    let mut c = worldline();
     c.args(["replay", "--headless", "--speed", "1000", "--dir"])
         .arg(dst)
         .arg(src);
