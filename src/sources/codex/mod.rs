@@ -13,6 +13,7 @@ pub mod home;
 pub mod parts;
 pub mod records;
 pub mod rollout;
+mod split;
 pub mod thread;
 mod zst;
 

@@ -249,10 +249,16 @@ impl Rollout {
         }
     }
 
-    /// Reads a rollout (`.jsonl`, or `.jsonl.zst` decompressed on the way).
+    /// Reads a rollout (`.jsonl`, or `.jsonl.zst` decompressed on the way);
+    /// a big plain one in two halves at once when a second core is there.
     pub fn read(path: &Path, name: &str) -> Result<Rollout> {
         let g = guard::open_regular(path)
             .map_err(|e| Error::Other(format!("{}: {e}", path.display())))?;
+        if !super::home::is_zst(path) {
+            if let Some(r) = super::split::read(&g.file, g.len, path, name) {
+                return Ok(r);
+            }
+        }
         let mut r = Rollout::new(path, name);
         r.reserve(g.len);
         let mut reader: Box<dyn Read> = Box::new(g.file.take(g.len));
@@ -285,13 +291,92 @@ impl Rollout {
     /// copying while they come, and no string of ever bigger buffers left
     /// behind in the heap. Room never written costs no memory.
     pub(super) fn reserve(&mut self, bytes: u64) {
-        // Real lines are rarely under 64 bytes; past 4 M lines, room is
-        // made as they come (no huge reservation on a file's word).
+        // Real lines are rarely under 64 bytes.
         let n = usize::try_from(bytes / 64)
             .unwrap_or(usize::MAX)
             .min(1 << 22);
         self.records.reserve_exact(n);
         self.entries.reserve_exact(n);
+    }
+
+    /// Takes `rest`, the same file read on its own from the line start
+    /// where `self` ends (`lines` lines in), after `self`, as one read of
+    /// the whole would have made it. `false` (and `self` unusable) when
+    /// the second part holds what only reading in order tells (a
+    /// `session_meta`, a read error).
+    pub(super) fn join(&mut self, mut rest: Rollout, lines: u32) -> bool {
+        if rest.meta.is_some() || rest.copied_from.is_some() || rest.bytes < self.bytes {
+            return false;
+        }
+        let (turns, prompts, spawned) = (
+            i64::from(self.turns),
+            self.prompts.len() as u32,
+            self.spawned.len() as u32,
+        );
+        let Some(n_turns) = self.turns.checked_add(rest.turns) else {
+            return false;
+        };
+        // The ordinal check at the seam, where reading in order makes it.
+        let mut seam = None;
+        if let (Some(prev), Some(e), Some(m)) = (
+            self.entries.last(),
+            rest.entries.first(),
+            rest.records.first(),
+        ) {
+            if e.stated && prev.stated && e.ordinal != prev.ordinal + 1 {
+                let what = if e.ordinal <= prev.ordinal {
+                    "repeats or goes back from"
+                } else {
+                    "skips after"
+                };
+                let line = m.line().saturating_add(lines);
+                seam = Some(Warning {
+                    file: self.name.clone(),
+                    line: line.into(),
+                    message: format!("ordinal {} {what} {}", e.ordinal, prev.ordinal),
+                });
+            }
+        }
+        self.records.reserve_exact(rest.records.len());
+        for m in rest.records.iter() {
+            let mut m = super::records::turned(m, turns);
+            m.shift(0, lines);
+            self.records.push(m);
+        }
+        self.entries.reserve_exact(rest.entries.len());
+        self.entries.extend(rest.entries.iter().map(|e| {
+            let mut e = *e;
+            match e.kind {
+                Kind::Prompt => e.aux += prompts,
+                Kind::Spawned => e.aux += spawned,
+                _ => {}
+            }
+            e
+        }));
+        self.prompts.append(&mut rest.prompts);
+        self.spawned.append(&mut rest.spawned);
+        self.turns = n_turns;
+        // Warnings in line order, the seam's before the first at or after
+        // its line; past the cap, counted.
+        let mut more: Vec<Warning> = rest
+            .warnings
+            .into_iter()
+            .map(|mut w| {
+                w.line = w.line.saturating_add(lines.into());
+                w
+            })
+            .collect();
+        if let Some(w) = seam {
+            let at = more.partition_point(|x| x.line < w.line);
+            more.insert(at, w);
+        }
+        let room = MAX_WARNINGS.saturating_sub(self.warnings.len());
+        let over = more.len().saturating_sub(room) as u64;
+        more.truncate(room);
+        self.warnings.extend(more);
+        self.dropped_warnings += rest.dropped_warnings + over;
+        self.bytes = rest.bytes;
+        true
     }
 
     /// Parses bytes already in memory (tests, benchmarks).
@@ -480,7 +565,7 @@ pub struct Feeder {
     pending: Vec<u8>,
     /// Bytes of an over-long line read past so far.
     oversize: Option<u64>,
-    lines: u32,
+    pub(super) lines: u32,
 }
 
 impl Feeder {
