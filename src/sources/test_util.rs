@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::path::Path;
 
+use crate::worldline::Session;
+
 /// Appends `text` to a file, creating it.
 pub fn append(path: &Path, text: &str) {
     std::fs::OpenOptions::new()
@@ -12,4 +14,38 @@ pub fn append(path: &Path, text: &str) {
         .unwrap()
         .write_all(text.as_bytes())
         .unwrap();
+}
+
+/// Seeded cuts: 1 to `max` bytes.
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self, max: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        1 + (self.0 % max as u64) as usize
+    }
+}
+
+/// Where a follower's snapshot first differs from a whole read, with
+/// the lines around it.
+pub fn first_diff(a: &Session, b: &Session) -> String {
+    let (a, b) = (format!("{a:#?}"), format!("{b:#?}"));
+    let at = a
+        .lines()
+        .zip(b.lines())
+        .position(|(x, y)| x != y)
+        .unwrap_or(0);
+    let show = |s: &str| {
+        s.lines()
+            .skip(at.saturating_sub(6))
+            .take(14)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    format!(
+        "at line {at}:\n--- follower\n{}\n--- whole\n{}",
+        show(&a),
+        show(&b)
+    )
 }

@@ -68,39 +68,9 @@ impl Follower for PiFollower {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::test_util::{first_diff, Rng};
     use crate::worldline::Session;
     use std::io::Write;
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self, max: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            1 + (self.0 % max as u64) as usize
-        }
-    }
-
-    fn first_diff(a: &Session, b: &Session) -> String {
-        let (a, b) = (format!("{a:#?}"), format!("{b:#?}"));
-        let at = a
-            .lines()
-            .zip(b.lines())
-            .position(|(x, y)| x != y)
-            .unwrap_or(0);
-        let show = |s: &str| {
-            s.lines()
-                .skip(at.saturating_sub(6))
-                .take(14)
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        format!(
-            "at line {at}:\n--- follower\n{}\n--- whole\n{}",
-            show(&a),
-            show(&b)
-        )
-    }
 
     /// Writes `bytes` to `path` in random pieces (lines cut anywhere);
     /// after each, the follower's snapshot (built from the last one) is
