@@ -43,6 +43,13 @@ pub struct Cursor<'a> {
 }
 
 impl<'a> Cursor<'a> {
+    /// A cursor at the start of `line`, told whether it holds any control
+    /// byte (most lines have none, and then strings need no byte check).
+    pub fn new(line: &'a [u8]) -> Cursor<'a> {
+        let ctl = line.iter().fold(false, |a, &c| a | (c < 0x20));
+        Cursor { b: line, i: 0, ctl }
+    }
+
     pub fn ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.b.get(self.i) {
             self.i += 1;

@@ -49,3 +49,25 @@ pub fn first_diff(a: &Session, b: &Session) -> String {
         show(&b)
     )
 }
+
+/// Every line of every `.jsonl` file under `fixtures/<agent>` (what a fast
+/// line reader is checked against serde on).
+pub fn fixture_lines(agent: &str) -> Vec<Vec<u8>> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(agent);
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                let bytes = std::fs::read(&p).unwrap();
+                out.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
+            }
+        }
+    }
+    out
+}

@@ -22,10 +22,7 @@ use super::scan::{
 
 /// The fields of `line` (without its line end), or `None`: ask serde.
 pub(super) fn line(line: &[u8]) -> Option<Line<'_>> {
-    // A control character is no JSON inside a string; most lines have
-    // none at all, and then strings need no byte-by-byte check.
-    let ctl = line.iter().fold(false, |a, &c| a | (c < 0x20));
-    let mut p = P { b: line, i: 0, ctl };
+    let mut p = P::new(line);
     let mut l = Line::default();
     let mut seen = 0u32;
     p.object(|k, p| {
@@ -244,21 +241,7 @@ mod tests {
     }
 
     fn fixture_lines() -> Vec<Vec<u8>> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/claude-code");
-        let mut out = Vec::new();
-        let mut stack = vec![root];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "jsonl") {
-                    let bytes = std::fs::read(&p).unwrap();
-                    out.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
-                }
-            }
-        }
-        out
+        crate::sources::test_util::fixture_lines("claude-code")
     }
 
     #[test]

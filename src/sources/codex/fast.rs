@@ -375,21 +375,7 @@ mod tests {
     }
 
     fn fixture_lines() -> Vec<Vec<u8>> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/codex");
-        let mut out = Vec::new();
-        let mut stack = vec![root];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "jsonl") {
-                    let bytes = std::fs::read(&p).unwrap();
-                    out.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
-                }
-            }
-        }
-        out
+        crate::sources::test_util::fixture_lines("codex")
     }
 
     /// Lines of the shapes Codex writes, and others it might.

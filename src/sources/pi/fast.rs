@@ -18,10 +18,7 @@ use super::fields::{Fields, MsgFields};
 
 /// The fields of `line` (without its line end), or `None`: ask serde.
 pub(super) fn line(line: &[u8]) -> Option<Fields<'_>> {
-    // A control character is no JSON inside a string; most lines have
-    // none at all, and then strings need no byte-by-byte check.
-    let ctl = line.iter().fold(false, |a, &c| a | (c < 0x20));
-    let mut p = P { b: line, i: 0, ctl };
+    let mut p = P::new(line);
     let mut l = Fields::default();
     let mut seen = 0u32;
     p.object(|k, p| {
