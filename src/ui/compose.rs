@@ -443,7 +443,11 @@ pub fn draw(f: &mut Frame, session: &Session, c: &Compose, t: &Theme) {
     f.render_widget(Paragraph::new(note_line), note);
     f.render_widget(
         Paragraph::new(Span::styled(
-            " Ctrl-S send · Ctrl-O insert what stays · Esc cancel · Enter new line",
+            // Enter is typed like any other key: no binding, said here.
+            format!(
+                " {} · Enter new line",
+                super::keys::title_of(super::keys::COMPOSE)
+            ),
             t.dim(),
         )),
         footer,

@@ -460,7 +460,32 @@ pub const PICKER: &[Binding] = &[
     },
 ];
 
-/// The table that reads keys in `mode` (none while typing).
+/// The D-Mail compose box's keys; every other key is typed into the text.
+pub const COMPOSE: &[Binding] = &[
+    Binding {
+        keys: "^S",
+        what: "send the D-Mail",
+        footer: Some(("Ctrl-S send", 0)),
+        codes: &[ctrl('s')],
+        action: || Action::ComposeSend,
+    },
+    Binding {
+        keys: "^O",
+        what: "insert what a revert leaves on disk",
+        footer: Some(("Ctrl-O insert what stays", 1)),
+        codes: &[ctrl(super::compose::INSERT_KEY)],
+        action: || Action::ComposeInsertKept,
+    },
+    Binding {
+        keys: "Esc",
+        what: "cancel",
+        footer: Some(("Esc cancel", 2)),
+        codes: &[k(KeyCode::Esc)],
+        action: || Action::ComposeCancel,
+    },
+];
+
+/// The table that reads keys in `mode` (none while typing a search).
 pub fn table(mode: Mode) -> &'static [Binding] {
     match mode {
         Mode::Normal => TABLE,
@@ -468,7 +493,8 @@ pub fn table(mode: Mode) -> &'static [Binding] {
         Mode::Menu => MENU,
         Mode::Help => HELP,
         Mode::Picker => PICKER,
-        Mode::SearchInput | Mode::Compose => &[],
+        Mode::Compose => COMPOSE,
+        Mode::SearchInput => &[],
     }
 }
 
@@ -544,14 +570,13 @@ pub fn key(mode: Mode, k: &KeyEvent) -> Option<Action> {
         return Some(Action::Quit);
     }
     if mode == Mode::Compose {
-        return Some(match k.code {
-            KeyCode::Esc => Action::ComposeCancel,
-            KeyCode::Char('s') if ctrl => Action::ComposeSend,
-            KeyCode::Char(c) if ctrl && c == super::compose::INSERT_KEY => {
-                Action::ComposeInsertKept
-            }
-            _ => Action::ComposeKey((*k).into()),
-        });
+        let code = Code(k.code, ctrl);
+        return Some(
+            COMPOSE
+                .iter()
+                .find(|b| b.codes.contains(&code))
+                .map_or_else(|| Action::ComposeKey((*k).into()), |b| (b.action)()),
+        );
     }
     if mode == Mode::SearchInput {
         return match k.code {
@@ -636,6 +661,7 @@ mod tests {
             Mode::Menu,
             Mode::Help,
             Mode::Picker,
+            Mode::Compose,
         ] {
             let table = table(mode);
             let mut seen = Vec::new();
