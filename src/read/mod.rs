@@ -462,7 +462,9 @@ fn index_from(file: &File, path: &Path, seed: Indexer, len: u64) -> Result<Index
     }
     let mut bounds = vec![from];
     for k in 1..threads as u64 {
-        let at = next_line_start(file, path, from + k * span / threads as u64, len)?;
+        let at = next_line_start(file, from + k * span / threads as u64, len)
+            .map_err(|e| Error::io(path, e))?
+            .unwrap_or(len);
         if at > *bounds.last().unwrap_or(&from) && at < len {
             bounds.push(at);
         }
@@ -510,23 +512,25 @@ fn index_from(file: &File, path: &Path, seed: Indexer, len: u64) -> Result<Index
     Ok(merged)
 }
 
-/// The offset just past the first newline at or after `from` (or `len`).
-fn next_line_start(file: &File, path: &Path, mut from: u64, len: u64) -> Result<u64> {
+/// The start of the first line after byte `at`, if one starts before
+/// `len`: where a file read in pieces (one per thread) is cut.
+pub fn next_line_start(file: &File, at: u64, len: u64) -> std::io::Result<Option<u64>> {
     use std::os::unix::fs::FileExt;
     let mut buf = vec![0u8; 64 << 10];
-    while from < len {
-        let n = file
-            .read_at(&mut buf, from)
-            .map_err(|e| Error::io(path, e))?;
+    let mut pos = at;
+    while pos < len {
+        let want = buf.len().min((len - pos) as usize);
+        let n = file.read_at(&mut buf[..want], pos)?;
         if n == 0 {
             break;
         }
-        if let Some(k) = memchr::memchr(b'\n', &buf[..n]) {
-            return Ok(from + k as u64 + 1);
+        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
+            let cut = pos + i as u64 + 1;
+            return Ok((cut < len).then_some(cut));
         }
-        from += n as u64;
+        pos += n as u64;
     }
-    Ok(len)
+    Ok(None)
 }
 
 /// Feeds bytes `start..end` of a file to `ix` (offsets in it count from

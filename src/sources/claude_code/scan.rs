@@ -157,26 +157,6 @@ pub struct Scan {
 /// Files from this size on are read in two halves at once.
 const SPLIT_MIN: u64 = 32 << 20;
 
-/// The first line start at or after `at` (before `len`), if any.
-fn next_line_start(file: &std::fs::File, at: u64, len: u64) -> std::io::Result<Option<u64>> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; 64 << 10];
-    let mut pos = at;
-    while pos < len {
-        let want = buf.len().min((len - pos) as usize);
-        let n = file.read_at(&mut buf[..want], pos)?;
-        if n == 0 {
-            break;
-        }
-        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
-            let cut = pos + i as u64 + 1;
-            return Ok((cut < len).then_some(cut));
-        }
-        pos += n as u64;
-    }
-    Ok(None)
-}
-
 /// A line longer than this is skipped with a warning: one entry holds a
 /// whole tool output, but not gigabytes of one.
 pub const LINE_CAP: usize = 256 << 20;
@@ -233,7 +213,7 @@ impl Scan {
         };
         let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
         let cut = if g.len >= min && two {
-            next_line_start(file, g.len / 2, g.len).map_err(io)?
+            crate::read::next_line_start(file, g.len / 2, g.len).map_err(io)?
         } else {
             None
         };

@@ -20,7 +20,7 @@ pub fn read(file: &File, len: u64, path: &Path, name: &str) -> Option<Rollout> {
     if len < MIN || !two {
         return None;
     }
-    let cut = next_line_start(file, len / 2, len)?;
+    let cut = crate::read::next_line_start(file, len / 2, len).ok()??;
     let (first, second) = std::thread::scope(|t| {
         let h = t.spawn(|| {
             let mut r = Rollout::new(path, name);
@@ -59,25 +59,6 @@ fn feed(file: &File, from: u64, to: u64, r: &mut Rollout, f: &mut Feeder) -> std
         at += n as u64;
     }
     Ok(())
-}
-
-/// The start of the first line after byte `at`, if before `len`.
-fn next_line_start(file: &File, at: u64, len: u64) -> Option<u64> {
-    let mut buf = vec![0u8; 64 << 10];
-    let mut pos = at;
-    while pos < len {
-        let want = buf.len().min((len - pos) as usize);
-        let n = file.read_at(&mut buf[..want], pos).ok()?;
-        if n == 0 {
-            return None;
-        }
-        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
-            let cut = pos + i as u64 + 1;
-            return (cut < len).then_some(cut);
-        }
-        pos += n as u64;
-    }
-    None
 }
 
 #[cfg(test)]

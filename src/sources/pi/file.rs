@@ -302,7 +302,7 @@ impl PiFile {
         ix.timeless = !times;
         ix.reserve_for(g.len);
         let cut = match at(g.len) {
-            Some(at) => next_line_start(file, at, g.len).map_err(io)?,
+            Some(at) => crate::read::next_line_start(file, at, g.len).map_err(io)?,
             None => None,
         };
         let Some(cut) = cut else {
@@ -783,26 +783,6 @@ fn used_twice(id: &str, at: u32) -> String {
         "id {} already used on line {at}; entries naming it hang under this one (as in Pi)",
         crate::text::sanitize_line(id, 40)
     )
-}
-
-/// The first line start at or after `at` (before `len`), if any.
-fn next_line_start(file: &std::fs::File, at: u64, len: u64) -> std::io::Result<Option<u64>> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; 64 << 10];
-    let mut pos = at;
-    while pos < len {
-        let want = buf.len().min((len - pos) as usize);
-        let n = file.read_at(&mut buf[..want], pos)?;
-        if n == 0 {
-            break;
-        }
-        if let Some(i) = memchr::memchr(b'\n', &buf[..n]) {
-            let cut = pos + i as u64 + 1;
-            return Ok((cut < len).then_some(cut));
-        }
-        pos += n as u64;
-    }
-    Ok(None)
 }
 
 fn inode(f: &std::fs::File) -> u64 {
