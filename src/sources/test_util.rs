@@ -5,14 +5,15 @@ use std::path::Path;
 
 use crate::worldline::Session;
 
-/// Appends `text` to a file, creating it.
-pub fn append(path: &Path, text: &str) {
+/// Appends `text` (any bytes: a piece may cut a character) to a file,
+/// creating it.
+pub fn append(path: &Path, text: impl AsRef<[u8]>) {
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .unwrap()
-        .write_all(text.as_bytes())
+        .write_all(text.as_ref())
         .unwrap();
 }
 

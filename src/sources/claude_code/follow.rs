@@ -269,10 +269,7 @@ mod tests {
         let (mut at, mut n) = (0, 0);
         while at < bytes.len() {
             let end = (at + rng.next(max)).min(bytes.len());
-            append(
-                path,
-                std::str::from_utf8(&bytes[at..end]).unwrap_or_default(),
-            );
+            append(path, &bytes[at..end]);
             at = end;
             let mut errors = Vec::new();
             if !f.refresh(Instant::now(), &mut errors).changed {

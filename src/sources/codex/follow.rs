@@ -356,20 +356,10 @@ impl Follower for CodexFollower {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sources::test_util::append;
     use crate::sources::test_util::{first_diff, Rng};
     use crate::sources::{Reading, Source};
     use crate::worldline::Session;
-
-    fn append(path: &Path, bytes: &[u8]) {
-        use std::io::Write;
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .unwrap()
-            .write_all(bytes)
-            .unwrap();
-    }
 
     /// Writes each of `files` (the thread's files in order, first file
     /// `files[0]`) in random pieces (lines cut anywhere); after each, the

@@ -68,9 +68,8 @@ impl Follower for PiFollower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::test_util::{first_diff, Rng};
+    use crate::sources::test_util::{append, first_diff, Rng};
     use crate::worldline::Session;
-    use std::io::Write;
 
     /// Writes `bytes` to `path` in random pieces (lines cut anywhere);
     /// after each, the follower's snapshot (built from the last one) is
@@ -83,9 +82,7 @@ mod tests {
         let (mut at, mut n) = (0, 0);
         while at < bytes.len() {
             let end = (at + rng.next(max)).min(bytes.len());
-            let mut out = std::fs::OpenOptions::new().append(true).open(path).unwrap();
-            out.write_all(&bytes[at..end]).unwrap();
-            drop(out);
+            append(path, &bytes[at..end]);
             at = end;
             // The stamp may not see a change within one mtime tick: the
             // length changes, so it does.
