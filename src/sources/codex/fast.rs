@@ -16,7 +16,7 @@
 use crate::read::json_cursor::Cursor as P;
 use std::borrow::Cow;
 
-use super::rollout::{cap, is_injected, Parsed, PROMPT_CAP};
+use super::rollout::{item_of, Parsed};
 
 /// What a line says: its timestamp, ordinal (if stated) and kind; `None`:
 /// ask serde.
@@ -301,33 +301,13 @@ impl<'a> Fields<'a> {
 
 fn item<'a>(f: &Fields<'a>) -> Option<Parsed<'a>> {
     let s = |c: &Option<Cow<'a, str>>| c.clone().unwrap_or(Cow::Borrowed(""));
-    Some(match f.ty.as_deref().unwrap_or("") {
-        "message" => match f.role.as_deref().unwrap_or("") {
-            "user" => {
-                let text = f.first_text()?;
-                if is_injected(&text) {
-                    Parsed::Injected
-                } else {
-                    Parsed::Prompt(cap(text, PROMPT_CAP))
-                }
-            }
-            "assistant" => Parsed::Assistant,
-            _ => Parsed::Injected,
-        },
-        "reasoning" => Parsed::Assistant,
-        "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
-            Parsed::Call(
-                s(&f.call_id),
-                match &f.name {
-                    Some(n) => n.clone(),
-                    None => s(&f.ty),
-                },
-            )
-        }
-        t if t.ends_with("_output") => Parsed::Output(s(&f.call_id)),
-        "compaction" | "context_compaction" => Parsed::Compacted,
-        _ => Parsed::Other,
-    })
+    item_of(
+        f.ty.as_deref().unwrap_or(""),
+        f.role.as_deref().unwrap_or(""),
+        || s(&f.call_id),
+        || f.name.clone().unwrap_or_else(|| s(&f.ty)),
+        || f.first_text(),
+    )
 }
 
 fn event<'a>(f: &Fields<'a>) -> Option<Parsed<'a>> {

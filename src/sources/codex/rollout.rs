@@ -713,10 +713,32 @@ pub(super) fn kind_of<'b>(ty: &str, p: &'b Payload) -> Parsed<'b> {
 
 fn item_kind<'b>(p: &'b Payload) -> Parsed<'b> {
     let s = |c: &'b Option<Cow<str>>| Cow::Borrowed(c.as_deref().unwrap_or(""));
-    match p.ty.as_deref().unwrap_or("") {
-        "message" => match p.role.as_deref().unwrap_or("") {
+    item_of(
+        p.ty.as_deref().unwrap_or(""),
+        p.role.as_deref().unwrap_or(""),
+        || s(&p.call_id),
+        || p.name.as_deref().map_or_else(|| s(&p.ty), Cow::Borrowed),
+        || Some(p.content.map(first_text).unwrap_or_default()),
+    )
+    // Serde always has the first text: `None` cannot come back.
+    .unwrap_or(Parsed::Other)
+}
+
+/// A `response_item`'s kind from what both readers take out of it: its
+/// `type` and `role`, its call id, its tool name (else its type) and, for
+/// a user message, its first text (`None`: the fast reader is not sure;
+/// serde reads the line).
+pub(super) fn item_of<'b>(
+    ty: &str,
+    role: &str,
+    call_id: impl FnOnce() -> Cow<'b, str>,
+    name: impl FnOnce() -> Cow<'b, str>,
+    first_text: impl FnOnce() -> Option<String>,
+) -> Option<Parsed<'b>> {
+    Some(match ty {
+        "message" => match role {
             "user" => {
-                let text = p.content.map(first_text).unwrap_or_default();
+                let text = first_text()?;
                 if is_injected(&text) {
                     Parsed::Injected
                 } else {
@@ -728,18 +750,12 @@ fn item_kind<'b>(p: &'b Payload) -> Parsed<'b> {
         },
         "reasoning" => Parsed::Assistant,
         "function_call" | "custom_tool_call" | "local_shell_call" | "tool_search_call" => {
-            Parsed::Call(
-                s(&p.call_id),
-                match p.name.as_deref() {
-                    Some(n) => Cow::Borrowed(n),
-                    None => s(&p.ty),
-                },
-            )
+            Parsed::Call(call_id(), name())
         }
-        t if t.ends_with("_output") => Parsed::Output(s(&p.call_id)),
+        t if t.ends_with("_output") => Parsed::Output(call_id()),
         "compaction" | "context_compaction" => Parsed::Compacted,
         _ => Parsed::Other,
-    }
+    })
 }
 
 fn event_kind<'b>(p: &'b Payload) -> Parsed<'b> {
