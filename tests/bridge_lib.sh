@@ -84,3 +84,15 @@ bridge_worldline() {
   fi
   WORLDLINE_BIN=$(cd "$(dirname "$WORLDLINE_BIN")" && pwd)/$(basename "$WORLDLINE_BIN")
 }
+
+# A runtime dir of the bridge's own (the agent and worldline share it), so
+# a demo or a live session the machine's user runs meanwhile is never seen
+# by `list`, lookup or `send`: their registrations and sockets live in the
+# user's runtime dir. One per checkout, under /tmp and 711 (the sockets'
+# own `worldline/` inside stays 700): the kimi-cli bridge's SO_PEERCRED
+# check has another uid knock on a socket, and it must reach it to be
+# refused, as it does under the /tmp/worldline-<uid> fallback.
+XDG_RUNTIME_DIR="/tmp/wl-bridge-$(id -u)-$(printf %s "$PWD" | cksum | cut -d' ' -f1)"
+rm -rf "$XDG_RUNTIME_DIR"
+mkdir -m 711 "$XDG_RUNTIME_DIR"
+export XDG_RUNTIME_DIR
