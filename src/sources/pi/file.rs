@@ -111,10 +111,8 @@ pub struct PiFile {
     /// The last line was taken whole without its newline (at the end of
     /// the file); a newline arriving next ends it, it is no blank line.
     unterminated: bool,
-    /// Reading the second half of a split read.
+    /// A first read, until [`PiFile::resolve`] ends it.
     deferred: Option<Deferred>,
-    /// Lines before this half (a split read's second half).
-    first_line: u32,
     /// Entry times are not kept (an output without them).
     timeless: bool,
 }
@@ -122,20 +120,39 @@ pub struct PiFile {
 /// Files from this size on are read in two halves at once.
 const SPLIT_MIN: u64 = 32 << 20;
 
-/// The second half of a file read in two ([`PiFile::read`]): parents are
-/// named, not resolved, until the halves are joined in order.
+/// A first read (of the file, or of one half of it): parents other than
+/// the entry before are named, not resolved, and ids are stored, not
+/// checked, until [`PiFile::resolve`] settles them over sorted ids.
 #[derive(Debug, Clone, Default)]
 struct Deferred {
-    /// Per entry: its `parentId`'s text, ending here in `text` (a root's
-    /// is empty, and its parent `NONE`).
+    /// Per entry naming a parent other than the entry before: `(entry,
+    /// where the name ends in text)`.
+    named: Vec<(u32, u32)>,
     text: String,
-    ends: Vec<u32>,
+    /// The second half of a split read: the header is the first half's,
+    /// and its lines are numbered from 0.
+    half: bool,
+    /// Where a half begins in the file.
+    from: u64,
     /// Something only a read from the start can tell (an entry without an
-    /// id or without `parentId`, a buffer past 4 GiB): read it in one go.
+    /// id or without `parentId` in the second half, a buffer past 4 GiB):
+    /// read it in one go.
     bail: bool,
 }
 
-/// A parent named in [`Deferred`], resolved when the halves are joined.
+impl Deferred {
+    fn name(&mut self, entry: u32, parent: &str) {
+        match u32::try_from(self.text.len() + parent.len()) {
+            Ok(end) => {
+                self.text.push_str(parent);
+                self.named.push((entry, end));
+            }
+            Err(_) => self.bail = true,
+        }
+    }
+}
+
+/// A parent named in [`Deferred`], resolved when the read ends.
 const NAMED: u32 = NONE - 1;
 
 impl PiFile {
@@ -238,9 +255,11 @@ impl PiFile {
     /// [`PiFile::read`]; without `times` no entry's time is kept.
     pub fn read_for(path: &Path, times: bool) -> crate::Result<PiFile> {
         let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);
-        PiFile::read_cut(path, times, &|len| {
-            (len >= SPLIT_MIN && two).then_some(len / 2)
-        })
+        PiFile::read_cut(
+            path,
+            times,
+            Some(&|len| (len >= SPLIT_MIN && two).then_some(len / 2)),
+        )
     }
 
     /// Room for the entries `bytes` of a file can hold (a line is at
@@ -255,16 +274,16 @@ impl PiFile {
         if !self.timeless {
             self.times.reserve_exact(n);
         }
-        self.ids.ends.reserve_exact(n);
-        self.ids.text.reserve_exact(n.saturating_mul(12));
+        self.ids.reserve(n);
     }
 
     /// Reads a file split at the first line start from where `at` says
-    /// (given the file's length), if any.
+    /// (given the file's length), if any; `at` = `None`, and a first read
+    /// that cannot be settled after it, read it entry by entry.
     fn read_cut(
         path: &Path,
         times: bool,
-        at: &dyn Fn(u64) -> Option<u64>,
+        at: Option<&dyn Fn(u64) -> Option<u64>>,
     ) -> crate::Result<PiFile> {
         use std::os::unix::fs::FileExt;
         let g = crate::read::guard::open_regular(path).map_err(|e| match e {
@@ -301,6 +320,14 @@ impl PiFile {
         ix.ino = inode(file);
         ix.timeless = !times;
         ix.reserve_for(g.len);
+        let Some(at) = at else {
+            each(0, g.len, &mut |b| {
+                ix.feed(b);
+            })?;
+            ix.finish();
+            return Ok(ix);
+        };
+        ix.deferred = Some(Deferred::default());
         let cut = match at(g.len) {
             Some(at) => crate::read::next_line_start(file, at, g.len).map_err(io)?,
             None => None,
@@ -310,33 +337,37 @@ impl PiFile {
                 ix.feed(b);
             })?;
             ix.finish();
+            if !ix.resolve() {
+                return PiFile::read_cut(path, times, None);
+            }
             return Ok(ix);
         };
         let mut rest = PiFile::new(name, path);
         rest.ino = ix.ino;
         rest.bytes = cut;
         rest.started = true;
-        rest.deferred = Some(Deferred::default());
+        rest.deferred = Some(Deferred {
+            half: true,
+            from: cut,
+            ..Deferred::default()
+        });
         rest.timeless = ix.timeless;
         rest.reserve_for(g.len - cut);
         let (first, second) = std::thread::scope(|t| {
             let h = t.spawn(|| {
-                // Its lines are numbered on from the first half's.
-                let mut lines = 0usize;
-                each(0, cut, &mut |b| {
-                    lines += memchr::memchr_iter(b'\n', b).count()
-                })?;
-                rest.lines = u32::try_from(lines).unwrap_or(u32::MAX);
-                rest.first_line = rest.lines;
+                // Its lines are numbered from 0 here, on from the first
+                // half's when joined.
                 each(cut, g.len, &mut |b| {
                     rest.feed(b);
                 })?;
                 rest.finish();
+                rest.ids.seal();
                 Ok::<_, crate::Error>(())
             });
             let first = each(0, cut, &mut |b| {
                 ix.feed(b);
             });
+            ix.ids.seal();
             let second = h
                 .join()
                 .unwrap_or_else(|_| Err(crate::Error::Other("reading a half panicked".into())));
@@ -344,95 +375,50 @@ impl PiFile {
         });
         first?;
         second?;
-        if !ix.join(rest) {
-            return PiFile::read_cut(path, times, &|_| None);
+        if !(ix.join(rest) && ix.resolve()) {
+            return PiFile::read_cut(path, times, Some(&|_| None));
         }
         Ok(ix)
     }
 
     /// Takes `b`, the rest of the same file read from the line start
-    /// where `self` ends, resolving its parents and ids in file order.
-    /// `false` (and `self` unusable): read the file in one go.
+    /// where `self` ends (both first reads, not yet resolved). `false`
+    /// (and `self` unusable): read the file in one go.
     fn join(&mut self, mut b: PiFile) -> bool {
-        let Some(d) = b.deferred.take() else {
+        let (Some(d), Some(bd)) = (&mut self.deferred, b.deferred.take()) else {
             return false;
         };
-        let n1 = self.len() as u32;
-        if d.bail
+        let n1 = self.metas.len as u32;
+        if bd.bail
+            || d.bail
             || !self.started
-            || self.deferred.is_some()
             || !self.pending.is_empty()
             || self.oversize.is_some()
-            || self.lines != b.first_line
-            || (self.ids.text.len() + b.ids.text.len()) as u64 > u64::from(u32::MAX)
-            || (self.len() + b.len()) as u64 >= u64::from(NAMED)
+            || self.bytes != bd.from
+            || (self.metas.len + b.len()) as u64 >= u64::from(NAMED)
+            || (d.text.len() + bd.text.len()) as u64 > u64::from(u32::MAX)
+            || !self.ids.append(std::mem::take(&mut b.ids))
         {
             return false;
         }
-        // Warnings of the second half: what its scan said and what
-        // resolving says, in line order (a line's scan first), under the
-        // file's one cap.
-        let mut resolved: Vec<Warning> = Vec::new();
-        let mut dropped = 0u64;
-        let file = self.path.display().to_string();
-        let mut warn = |w: &mut Vec<Warning>, line: u32, message: String| {
-            if w.len() >= MAX_WARNINGS {
-                dropped += 1;
-            } else {
-                w.push(Warning {
-                    file: file.clone(),
-                    line: u64::from(line),
-                    message,
-                });
-            }
+        let shift = self.lines;
+        let Some(lines) = b.lines.checked_add(shift) else {
+            return false;
         };
-        for j in 0..b.len() as u32 {
-            let i = n1 + j;
-            let line = b.meta(j).line();
-            if b.parents[j as usize] < NAMED {
-                b.parents[j as usize] += n1;
-            } else if b.parents[j as usize] == NAMED {
-                let start = match j {
-                    0 => 0,
-                    _ => d.ends[j as usize - 1] as usize,
-                };
-                let p = d.text.get(start..d.ends[j as usize] as usize).unwrap_or("");
-                b.parents[j as usize] = match self.ids.find(p) {
-                    Some(at) => at,
-                    None => {
-                        warn(&mut resolved, line, not_earlier(p));
-                        NONE
-                    }
-                };
+        b.metas.shift_lines(shift);
+        let base = d.text.len() as u32;
+        d.text.push_str(&bd.text);
+        d.named
+            .extend(bd.named.iter().map(|&(e, end)| (e + n1, end + base)));
+        for p in &mut b.parents {
+            if *p < NAMED {
+                *p += n1;
             }
-            match self.ids.push(b.ids.get(j)) {
-                Ok(Some(was)) => {
-                    let at = match was.checked_sub(n1) {
-                        Some(k) => b.meta(k).line(),
-                        None => self.meta(was).line(),
-                    };
-                    warn(&mut resolved, line, used_twice(b.ids.get(j), at));
-                }
-                Ok(None) => {}
-                Err(()) => return false,
-            }
-            debug_assert_eq!(self.ids.ends.len() as u32, i + 1);
         }
-        let mut second = std::mem::take(&mut b.warnings);
-        let mut merged = Vec::with_capacity(second.len() + resolved.len());
-        let (mut s, mut r) = (second.drain(..).peekable(), resolved.into_iter().peekable());
-        loop {
-            let take_s = match (s.peek(), r.peek()) {
-                (Some(x), Some(y)) => x.line <= y.line,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
-            };
-            merged.extend(if take_s { s.next() } else { r.next() });
-        }
-        drop(s);
-        self.dropped_warnings += b.dropped_warnings + dropped;
-        for w in merged {
+        // Both halves' warnings are in line order, each under the cap.
+        self.dropped_warnings += b.dropped_warnings;
+        for mut w in b.warnings {
+            w.line += u64::from(shift);
             if self.warnings.len() >= MAX_WARNINGS {
                 self.dropped_warnings += 1;
             } else {
@@ -447,11 +433,86 @@ impl PiFile {
         self.times.append(&mut b.times);
         self.kinds.append(&mut b.kinds);
         self.said.append(&mut b.said);
-        self.lines = b.lines;
+        self.lines = lines;
         self.bytes = b.bytes;
         self.pending = b.pending;
         self.oversize = b.oversize;
         self.unterminated = b.unterminated;
+        true
+    }
+
+    /// Ends a first read: its ids become findable, named parents are
+    /// found (the last earlier entry holding the id, as the table would
+    /// have found it then), and what that and duplicate ids warn about
+    /// joins the read's warnings in line order (a line's scan first).
+    /// `false`: the read bailed, read it entry by entry.
+    fn resolve(&mut self) -> bool {
+        let Some(d) = self.deferred.take() else {
+            return true;
+        };
+        if d.bail {
+            return false;
+        }
+        self.ids.seal();
+        // Per line: a parent not found, then an id used before.
+        let mut resolved: Vec<(u32, String)> = Vec::new();
+        let mut start = 0;
+        let mut dups = self.ids.duplicates().into_iter().peekable();
+        let mut twice = |f: &PiFile, upto: Option<u32>, out: &mut Vec<(u32, String)>| {
+            while let Some(&(e, was)) = dups.peek().filter(|(e, _)| upto.is_none_or(|u| *e < u)) {
+                dups.next();
+                out.push((e, used_twice(f.ids.get(e), f.meta(was).line())));
+            }
+        };
+        for &(e, end) in &d.named {
+            twice(self, Some(e), &mut resolved);
+            let p = d.text.get(start..end as usize).unwrap_or("");
+            start = end as usize;
+            self.parents[e as usize] = match self.ids.find_before(p, e) {
+                Some(at) => at,
+                None => {
+                    resolved.push((e, not_earlier(p)));
+                    NONE
+                }
+            };
+            twice(self, Some(e + 1), &mut resolved);
+        }
+        twice(self, None, &mut resolved);
+        if resolved.is_empty() {
+            return true;
+        }
+        let file = self.path.display().to_string();
+        let mut scanned = std::mem::take(&mut self.warnings).into_iter().peekable();
+        let mut more = resolved
+            .into_iter()
+            .map(|(e, message)| Warning {
+                file: file.clone(),
+                line: u64::from(self.meta(e).line()),
+                message,
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .peekable();
+        let mut merged = Vec::new();
+        loop {
+            let take_scanned = match (scanned.peek(), more.peek()) {
+                (Some(x), Some(y)) => x.line <= y.line,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            let w = if take_scanned {
+                scanned.next()
+            } else {
+                more.next()
+            };
+            if merged.len() >= MAX_WARNINGS {
+                self.dropped_warnings += 1;
+            } else {
+                merged.extend(w);
+            }
+        }
+        self.warnings = merged;
         true
     }
 
@@ -540,6 +601,14 @@ impl PiFile {
         match self.oversize {
             Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
             None => self.pending.len(),
+        }
+    }
+
+    /// A first read meets what it cannot settle: it is read again, entry
+    /// by entry (or, for a half, in one go).
+    fn bail(&mut self) {
+        if let Some(d) = &mut self.deferred {
+            d.bail = true;
         }
     }
 
@@ -642,14 +711,16 @@ impl PiFile {
         let version = self.header.as_ref().map_or(3, |h| h.version);
         let prev = self.len().checked_sub(1).map(|i| i as u32);
         let line_no = self.lines;
+        let index = self.len() as u32;
+        // The second half of a split read doesn't know the header's
+        // version, which says what a missing id or parentId means.
+        let half = self.deferred.as_ref().is_some_and(|d| d.half);
         let generated;
         let id: &str = match rec.id.as_deref() {
             Some(id) if !id.is_empty() => id,
             // Version 1 entries have no ids: Pi numbers them as a chain.
+            _ if half => return self.bail(),
             _ => {
-                if let Some(d) = &mut self.deferred {
-                    d.bail = true;
-                }
                 if version >= 2 {
                     self.warn("an entry without an id; named by its line".to_string());
                 }
@@ -657,52 +728,32 @@ impl PiFile {
                 &generated
             }
         };
-        let parent = if let Some(d) = &mut self.deferred {
-            // The second half of a split read: resolved at the join.
-            let p = match &rec.parent_id {
-                // The entry before, in this half (its index in the half).
-                Some(Some(p)) if prev.is_some_and(|i| self.ids.get(i) == p.as_ref()) => {
-                    prev.unwrap_or(NONE)
+        let parent = match &rec.parent_id {
+            // Most entries follow the one before: no probe for it.
+            Some(Some(p)) if prev.is_some_and(|i| self.ids.get(i) == p.as_ref()) => prev,
+            Some(Some(p)) => match &mut self.deferred {
+                Some(d) => {
+                    d.name(index, p);
+                    Some(NAMED)
                 }
-                Some(Some(p)) => {
-                    d.text.push_str(p);
-                    NAMED
-                }
-                Some(None) => NONE,
-                None => {
-                    d.bail = true;
-                    NONE
-                }
-            };
-            match u32::try_from(d.text.len()) {
-                Ok(end) => d.ends.push(end),
-                Err(_) => {
-                    d.bail = true;
-                    d.ends.push(0);
-                }
-            }
-            p
-        } else {
-            let parent = match &rec.parent_id {
-                // Most entries follow the one before: no probe for it.
-                Some(Some(p)) if prev.is_some_and(|i| self.ids.get(i) == p.as_ref()) => prev,
-                Some(Some(p)) => match self.ids.find(p) {
+                None => match self.ids.find(p) {
                     Some(i) => Some(i),
                     None => {
                         self.warn(not_earlier(p));
                         None
                     }
                 },
-                Some(None) => None,
-                // Version 1: each entry follows the one before (Pi's migration).
-                None if version < 2 || rec.id.is_none() => prev,
-                None => {
-                    self.warn("an entry without parentId; a root here".to_string());
-                    None
-                }
-            };
-            parent.unwrap_or(NONE)
+            },
+            Some(None) => None,
+            None if half => return self.bail(),
+            // Version 1: each entry follows the one before (Pi's migration).
+            None if version < 2 || rec.id.is_none() => prev,
+            None => {
+                self.warn("an entry without parentId; a root here".to_string());
+                None
+            }
         };
+        let parent = parent.unwrap_or(NONE);
         let kind = match ty {
             "message" => Kind::Message,
             "compaction" => Kind::Compaction,
@@ -715,7 +766,6 @@ impl PiFile {
             }
             _ => Kind::Other,
         };
-        let index = self.len() as u32;
         let said = match kind {
             Kind::Compaction => Some((rec.first_kept.as_deref(), None)),
             Kind::Label => Some((
@@ -728,15 +778,10 @@ impl PiFile {
         let parts = record_parts(ty, kind, rec.message.as_ref());
         let meta = RecordMeta::new(offset, len, line_no, xxh3_64(line), parts);
         if self.deferred.is_some() {
-            // Only stored: the table is the join's to fill, in file order.
-            let Ok(end) = u32::try_from(self.ids.text.len() + id.len()) else {
-                if let Some(d) = &mut self.deferred {
-                    d.bail = true;
-                }
-                return;
-            };
-            self.ids.text.push_str(id);
-            self.ids.ends.push(end);
+            // Only stored: checked when the read is resolved.
+            if self.ids.store(id).is_err() {
+                return self.bail();
+            }
         } else {
             match self.ids.push(id) {
                 Ok(None) => {}
@@ -1038,12 +1083,14 @@ mod tests {
         std::fs::write(&idless, format!("{text}{{\"type\":\"message\",\"parentId\":\"e5\"}}\n{{\"type\":\"message\",\"id\":\"z\"}}\n")).unwrap();
         files.extend([damaged, idless]);
         for path in files {
-            let whole = PiFile::read_cut(&path, true, &|_| None).unwrap();
+            let whole = PiFile::read_cut(&path, true, Some(&|_| None)).unwrap();
+            let plain = PiFile::read_cut(&path, true, None).unwrap();
+            assert!(same_read(&plain, &whole), "{}", path.display());
             let bytes = std::fs::read(&path).unwrap();
             let starts =
                 std::iter::once(0).chain(memchr::memchr_iter(b'\n', &bytes).map(|i| i as u64 + 1));
             for at in starts {
-                let split = PiFile::read_cut(&path, true, &|_| Some(at)).unwrap();
+                let split = PiFile::read_cut(&path, true, Some(&|_| Some(at))).unwrap();
                 assert!(
                     same_read(&split, &whole),
                     "{} cut at {at}: {} {} {:?} {:?}\n{:#?}\n{:#?}",

@@ -70,6 +70,13 @@ impl Metas {
         self.chunks.iter().flatten()
     }
 
+    /// Numbers every entry's line `by` on (a second half, once joined).
+    pub(super) fn shift_lines(&mut self, by: u32) {
+        for m in self.chunks.iter_mut().flatten() {
+            m.shift_line(by);
+        }
+    }
+
     pub(super) fn append(&mut self, b: Metas) {
         let n = self.len as u32;
         self.starts.extend(b.starts.iter().map(|s| s + n));
