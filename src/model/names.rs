@@ -3,7 +3,9 @@
 //! file can hold millions of distinct names; past the bound a name is kept
 //! out of line by the record that has it, and freed with it.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, OnceLock, PoisonError, RwLock};
 
 /// Entries of the process-wide table: what fits the record's 10 bits.
@@ -17,6 +19,17 @@ pub(crate) struct Interner {
     /// out, so reads need no lock.
     list: Box<[OnceLock<Box<str>>]>,
     index: RwLock<HashMap<Box<str>, u16>>,
+    /// Tells this table's entries apart in a thread's [`RECENT`].
+    id: u64,
+}
+
+/// Names looked up last on this thread, per table: `(table, name,
+/// index)`. Most records name one of a few tools, and threads reading a
+/// file's halves at once would otherwise contend on the table's lock for
+/// every record. An index never changes once handed out.
+const RECENT_LEN: usize = 8;
+thread_local! {
+    static RECENT: RefCell<Vec<(u64, Box<str>, u16)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl Interner {
@@ -24,6 +37,10 @@ impl Interner {
         Interner {
             list: (0..bound.min(BOUND)).map(|_| OnceLock::new()).collect(),
             index: RwLock::new(HashMap::new()),
+            id: {
+                static NEXT: AtomicU64 = AtomicU64::new(0);
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            },
         }
     }
 
@@ -33,6 +50,26 @@ impl Interner {
         if name.len() > MAX_LEN {
             return None;
         }
+        let hit = RECENT.with_borrow(|r| {
+            r.iter()
+                .find(|(t, n, _)| *t == self.id && **n == *name)
+                .map(|&(_, _, i)| i)
+        });
+        if hit.is_some() {
+            return hit;
+        }
+        let i = self.intern_shared(name)?;
+        RECENT.with_borrow_mut(|r| {
+            if r.len() >= RECENT_LEN {
+                r.remove(0);
+            }
+            r.push((self.id, name.into(), i));
+        });
+        Some(i)
+    }
+
+    /// [`Interner::intern`] through the shared index.
+    fn intern_shared(&self, name: &str) -> Option<u16> {
         let read = self.index.read().unwrap_or_else(PoisonError::into_inner);
         if let Some(&i) = read.get(name) {
             return Some(i);
