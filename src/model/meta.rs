@@ -407,12 +407,6 @@ impl RecordMeta {
         self.line
     }
 
-    /// The same record `by` lines further on (a file read in pieces,
-    /// numbered from each piece's start).
-    pub fn shift_line(&mut self, by: u32) {
-        self.line = self.line.saturating_add(by);
-    }
-
     /// Hash of the record's canonical JSON.
     pub fn hash(&self) -> u64 {
         self.hash

@@ -297,8 +297,7 @@ pub fn build_family(
         })
         .collect();
     link_senders(&mut family, prev, &grown);
-    family.attempts = collect_attempts(&family, prev, &own_grown);
-    family.agent_calls = collect_agent_calls(&family, prev, &own_grown);
+    (family.attempts, family.agent_calls) = collect_calls(&family, prev, &own_grown);
     family
 }
 
@@ -382,20 +381,23 @@ fn result_of(file: &FileIndex, from: usize, call_id: CallKey) -> Option<Result<(
     })
 }
 
-/// Every SendDMail call, once: calls are listed where they were first
-/// written. A world line whose own part only grew since `prev` keeps its
-/// attempts, looks for the results still missing in its new records, and
-/// reads only those for new calls.
-fn collect_attempts(
+/// Every SendDMail call, once, and each world line's own Agent/Task
+/// calls, in one pass over the records. SendDMail calls are listed where
+/// they were first written. A world line whose own part only grew since
+/// `prev` keeps its attempts and calls, looks for the results still
+/// missing in its new records, and reads only those for new calls.
+fn collect_calls(
     family: &Family,
     prev: Option<&Family>,
     own_grown: &[Option<usize>],
-) -> Vec<DMailAttempt> {
+) -> (Vec<DMailAttempt>, Vec<Vec<(usize, String)>>) {
     let mut out = Vec::new();
+    let mut agent_calls = Vec::with_capacity(family.files.len());
     let old: &[DMailAttempt] = prev.map_or(&[], |p| &p.attempts);
     let mut k = 0;
     for (i, file) in family.files.iter().enumerate() {
-        let mut from = family.lines[i].shared;
+        let shared = family.lines[i].shared;
+        let mut from = shared;
         while k < old.len() && old[k].call.line < i {
             k += 1;
         }
@@ -415,8 +417,19 @@ fn collect_attempts(
             }
             from = from.max(n);
         }
-        for (r, rec) in file.records.iter().enumerate().skip(from) {
+        let kept = own_grown[i].and_then(|n| Some((n, prev?.agent_calls.get(i)?)));
+        let (mut calls, calls_from) = match kept {
+            Some((n, old)) => (old.clone(), n.max(shared)),
+            None => (Vec::new(), shared),
+        };
+        for (r, rec) in file.records.iter().enumerate().skip(from.min(calls_from)) {
             for call in &rec.tool_calls() {
+                if r >= calls_from && AGENT_TOOLS.contains(&call.name()) {
+                    calls.push((r, call.id().unwrap_or_default().to_string()));
+                }
+                if r < from {
+                    continue;
+                }
                 let (checkpoint_id, message, arguments_error) = match call.dmail() {
                     Some(args) => (args.checkpoint_id, args.message.clone(), None),
                     None if call.name() == "SendDMail" => (
@@ -443,6 +456,7 @@ fn collect_attempts(
                 });
             }
         }
+        agent_calls.push(calls);
     }
     let causes: Vec<(&Sender, usize)> = family
         .lines
@@ -456,34 +470,8 @@ fn collect_attempts(
             .find(|(s, _)| s.call == a.call && s.tool_call_id == a.tool_call_id)
             .map(|&(_, i)| i);
     }
-    out
+    (out, agent_calls)
 }
 
 /// Tool names that start a subagent (`Task` until kimi-cli 1.24).
 pub const AGENT_TOOLS: [&str; 2] = ["Agent", "Task"];
-
-/// Each world line's own Agent/Task calls, kept from `prev` for the
-/// records it had.
-fn collect_agent_calls(
-    family: &Family,
-    prev: Option<&Family>,
-    own_grown: &[Option<usize>],
-) -> Vec<Vec<(usize, String)>> {
-    (0..family.lines.len())
-        .map(|i| {
-            let kept = own_grown[i].and_then(|n| Some((n, prev?.agent_calls.get(i)?)));
-            let (mut calls, from) = match kept {
-                Some((n, old)) => (old.clone(), n.max(family.lines[i].shared)),
-                None => (Vec::new(), family.lines[i].shared),
-            };
-            for (r, rec) in family.files[i].records.iter().enumerate().skip(from) {
-                for call in &rec.tool_calls() {
-                    if AGENT_TOOLS.contains(&call.name()) {
-                        calls.push((r, call.id().unwrap_or_default().to_string()));
-                    }
-                }
-            }
-            calls
-        })
-        .collect()
-}

@@ -16,10 +16,10 @@ use std::borrow::Cow;
 
 use super::fields::{Fields, MsgFields};
 
-/// The fields of `line` (without its line end), or `None`: ask serde.
-pub(super) fn line(line: &[u8]) -> Option<Fields<'_>> {
+/// The fields of `line` (without its line end) into `l` (default as
+/// given), or `None`: ask serde (and `l` holds what was read so far).
+pub(super) fn line<'a>(line: &'a [u8], l: &mut Fields<'a>) -> Option<()> {
     let mut p = P::new(line);
-    let mut l = Fields::default();
     let mut seen = 0u32;
     p.object(|k, p| {
         let bit = match k {
@@ -59,7 +59,7 @@ pub(super) fn line(line: &[u8]) -> Option<Fields<'_>> {
         Some(())
     })?;
     p.ws();
-    (p.i == line.len()).then_some(l)
+    (p.i == line.len()).then_some(())
 }
 
 fn message<'a>(p: &mut P<'a>) -> Option<MsgFields<'a>> {
@@ -129,8 +129,12 @@ fn blocks<'a>(p: &mut P<'a>) -> Option<Vec<(Cow<'a, str>, Cow<'a, str>)>> {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::line;
-    use crate::sources::pi::fields::serde_fields;
+    use crate::sources::pi::fields::{serde_fields, Fields};
+
+    fn line(l: &[u8]) -> Option<Fields<'_>> {
+        let mut f = Fields::default();
+        super::line(l, &mut f).map(|()| f)
+    }
 
     /// What the reader makes of a line without the fast path: serde, else
     /// serde over the repaired line.

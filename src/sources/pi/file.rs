@@ -11,7 +11,6 @@
 //! file is read in two halves at once ([`PiFile::read`]).
 
 use crate::read::lines::Piece;
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::xxh3_64;
@@ -19,7 +18,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::model::{Marker, RecordMeta, RecordParts, Role, ToolCallHead, Warning};
 use crate::read::MAX_WARNINGS;
 
-use super::fields::{serde_fields, MsgFields};
+use super::fields::{serde_fields, Fields, MsgFields};
 use super::ids::Ids;
 use super::metas::Metas;
 
@@ -651,35 +650,42 @@ impl PiFile {
         };
         let first = !std::mem::replace(&mut self.started, true);
         let owned;
-        let rec = match super::fast::line(line) {
-            Some(r) => r,
-            None => match serde_fields(line) {
-                Ok(r) => r,
-                Err(e) => {
-                    // Invalid UTF-8 or raw control characters: repaired as
-                    // the rest of worldline reads lines; else skipped.
-                    owned = crate::read::lenient::repair(line);
-                    match serde_fields(owned.as_bytes()) {
-                        Ok(r) => r,
-                        // Pi writes whole lines: a last one without its end
-                        // that doesn't parse is still being written (a live
-                        // session), not damage.
-                        Err(_) if terminator == 0 => {
-                            // Kept as pending: the rest arrives with a later read.
-                            self.bytes -= raw.len() as u64;
-                            self.lines -= 1;
-                            self.unterminated = false;
-                            self.started = !first;
-                            self.pending = raw.to_vec();
-                            return;
-                        }
-                        Err(_) => {
-                            self.warn(format!("not a JSON entry ({e}); skipped"));
-                            return;
+        let from_serde;
+        // Filled in place: the fields are a few hundred bytes, and most
+        // lines take the fast path.
+        let mut fast = Fields::default();
+        let rec = match super::fast::line(line, &mut fast) {
+            Some(()) => &fast,
+            None => {
+                from_serde = match serde_fields(line) {
+                    Ok(r) => r,
+                    Err(e) => {
+                        // Invalid UTF-8 or raw control characters: repaired as
+                        // the rest of worldline reads lines; else skipped.
+                        owned = crate::read::lenient::repair(line);
+                        match serde_fields(owned.as_bytes()) {
+                            Ok(r) => r,
+                            // Pi writes whole lines: a last one without its end
+                            // that doesn't parse is still being written (a live
+                            // session), not damage.
+                            Err(_) if terminator == 0 => {
+                                // Kept as pending: the rest arrives with a later read.
+                                self.bytes -= raw.len() as u64;
+                                self.lines -= 1;
+                                self.unterminated = false;
+                                self.started = !first;
+                                self.pending = raw.to_vec();
+                                return;
+                            }
+                            Err(_) => {
+                                self.warn(format!("not a JSON entry ({e}); skipped"));
+                                return;
+                            }
                         }
                     }
-                }
-            },
+                };
+                &from_serde
+            }
         };
         let ty = rec.ty.as_deref().unwrap_or("");
         if ty == "session" {
@@ -689,10 +695,10 @@ impl PiFile {
             }
             let version = rec.version.unwrap_or(1);
             self.header = Some(Header {
-                id: rec.id.map(Cow::into_owned),
+                id: rec.id.as_deref().map(str::to_string),
                 version,
-                cwd: rec.cwd.map(Cow::into_owned),
-                parent_session: rec.parent_session.map(Cow::into_owned),
+                cwd: rec.cwd.as_deref().map(str::to_string),
+                parent_session: rec.parent_session.as_deref().map(str::to_string),
                 timestamp: rec.timestamp.as_deref().and_then(parse_iso),
             });
             if version < 3 {

@@ -73,7 +73,7 @@ impl Metas {
     /// Numbers every entry's line `by` on (a second half, once joined).
     pub(super) fn shift_lines(&mut self, by: u32) {
         for m in self.chunks.iter_mut().flatten() {
-            m.shift_line(by);
+            m.shift(0, by);
         }
     }
 
