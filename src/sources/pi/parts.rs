@@ -135,7 +135,6 @@ pub fn session_parts(
             }
         };
         // Records after `records`, pushed onto it with their times.
-        records.reserve_exact(new.len());
         for i in new {
             let r = records.len();
             if want_times {
