@@ -217,6 +217,24 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// [`Cursor::opt_str`] where most values are one of `known` (a line's
+    /// type, a role): one of them is taken as it is written, with no
+    /// check of the bytes; any other string is read as `opt_str` reads it.
+    pub fn opt_known(&mut self, known: &[&'static str]) -> Option<Option<Cow<'a, str>>> {
+        if self.peek()? == b'"' {
+            let start = self.i + 1;
+            let end = quote_or_escape(self.b, start)?;
+            if self.b[end] == b'"' {
+                let raw = &self.b[start..end];
+                if let Some(k) = known.iter().find(|k| k.as_bytes() == raw) {
+                    self.i = end + 1;
+                    return Some(Some(Cow::Borrowed(k)));
+                }
+            }
+        }
+        self.opt_str()
+    }
+
     pub fn opt_bool(&mut self) -> Option<Option<bool>> {
         match self.peek()? {
             b'n' => self.lit(b"null").map(|_| None),

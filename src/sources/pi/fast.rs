@@ -43,7 +43,7 @@ pub(super) fn line<'a>(line: &'a [u8], l: &mut Fields<'a>) -> Option<()> {
         }
         seen |= 1 << bit;
         match bit {
-            0 => l.ty = p.opt_str()?,
+            0 => l.ty = p.opt_known(&["message", "label", "compaction", "session"])?,
             1 => l.id = p.opt_str()?,
             2 => l.parent_id = Some(p.opt_str()?),
             3 => l.timestamp = p.opt_str()?,
@@ -77,7 +77,7 @@ fn message<'a>(p: &mut P<'a>) -> Option<MsgFields<'a>> {
         }
         seen |= 1 << bit;
         match bit {
-            0 => m.role = p.opt_str()?,
+            0 => m.role = p.opt_known(&["assistant", "toolResult", "user"])?,
             1 => match p.peek()? {
                 b'[' => m.calls = blocks(p)?,
                 // Not blocks: no tool calls (checked as any value).
@@ -111,7 +111,10 @@ fn blocks<'a>(p: &mut P<'a>) -> Option<Vec<(Cow<'a, str>, Cow<'a, str>)>> {
                 return None;
             }
             seen |= 1 << bit;
-            let v = p.opt_str()?;
+            let v = match bit {
+                0 => p.opt_known(&["text", "thinking", "toolCall"])?,
+                _ => p.opt_str()?,
+            };
             match bit {
                 0 => ty = v,
                 1 => id = v,
