@@ -97,19 +97,20 @@ impl Ids {
         }
         self.text.push_str(&b.text);
         self.ends.extend(b.ends.iter().map(|&e| e + base as u32));
-        // Branch-free: which side is smaller is a coin flip per key.
-        let (x, y) = (&self.keys, &b.keys);
-        let mut keys = vec![0u64; x.len() + y.len()];
-        let (mut i, mut j) = (0, 0);
-        for slot in &mut keys {
-            let p = x.get(i).copied().unwrap_or(u64::MAX);
-            let q = y.get(j).map_or(u64::MAX, |&k| k + n1);
-            let first = p <= q && i < x.len();
-            *slot = if first { p } else { q };
-            i += usize::from(first);
-            j += usize::from(!first);
+        // Merged in place from the back, into the room reserved for the
+        // whole file (no second array); branch-free, as which side is
+        // larger is a coin flip per key.
+        let (mut i, mut j) = (self.keys.len(), b.keys.len());
+        self.keys.resize(i + j, 0);
+        let keys = &mut self.keys;
+        while j > 0 {
+            let q = b.keys[j - 1] + n1;
+            let p = if i > 0 { keys[i - 1] } else { 0 };
+            let from_self = i > 0 && p > q;
+            keys[i + j - 1] = if from_self { p } else { q };
+            i -= usize::from(from_self);
+            j -= usize::from(!from_self);
         }
-        self.keys = keys;
         true
     }
 
