@@ -194,13 +194,14 @@ impl PiFile {
         self.len().checked_sub(1).map(|i| self.meta(i as u32))
     }
 
-    /// Entry `i`'s record index entry, moved out (a one-shot read hands
-    /// them to the world lines' records): see [`PiFile::plan_takes`].
-    pub fn take_meta(&mut self, i: u32) -> RecordMeta {
-        self.metas.take(i)
+    /// The record index entries of `entries` (ascending), moved out to
+    /// `put` (a one-shot read hands them to the world lines' records):
+    /// see [`PiFile::plan_takes`].
+    pub fn take_metas(&mut self, entries: &[u32], put: impl FnMut(RecordMeta)) {
+        self.metas.take_each(entries, put);
     }
 
-    /// Entries `take(i)` says will be taken by [`PiFile::take_meta`]; the
+    /// Entries `take(i)` says will be taken by [`PiFile::take_metas`]; the
     /// storage of a chunk is freed when its last one is, so the index is
     /// not held twice. No other entry's meta is read after.
     pub fn plan_takes(&mut self, take: impl Fn(u32) -> bool) {

@@ -100,18 +100,33 @@ impl Metas {
         }
     }
 
-    pub(super) fn take(&mut self, i: u32) -> RecordMeta {
-        let (c, k) = self.at(i);
-        let Some(slot) = self.chunks.get_mut(c).and_then(|ch| ch.get_mut(k)) else {
-            return taken().clone();
-        };
-        let m = std::mem::replace(slot, taken().clone());
-        if let Some(left) = self.left.get_mut(c) {
-            *left = left.saturating_sub(1);
-            if *left == 0 {
-                self.chunks[c] = Vec::new();
+    /// Moves out the entries `each` (ascending, as a path from a root
+    /// is), handing each to `put`; a chunk's storage is freed when its
+    /// last planned entry goes. Consecutive entries are found in the chunk
+    /// at hand, not searched for.
+    pub(super) fn take_each(&mut self, each: &[u32], mut put: impl FnMut(RecordMeta)) {
+        let filler = taken().clone();
+        // The chunk at hand and the entries it holds.
+        let (mut c, mut lo, mut hi) = (0, 0u32, 0u32);
+        for &i in each {
+            if !(lo..hi).contains(&i) {
+                (c, _) = self.at(i);
+                lo = self.starts.get(c).copied().unwrap_or(0);
+                hi = lo + self.chunks.get(c).map_or(0, |ch| ch.len() as u32);
+            }
+            let Some(slot) = self.chunks.get_mut(c).and_then(|ch| ch.get_mut((i - lo) as usize))
+            else {
+                put(filler.clone());
+                continue;
+            };
+            put(std::mem::replace(slot, filler.clone()));
+            if let Some(left) = self.left.get_mut(c) {
+                *left = left.saturating_sub(1);
+                if *left == 0 {
+                    self.chunks[c] = Vec::new();
+                    hi = lo;
+                }
             }
         }
-        m
     }
 }

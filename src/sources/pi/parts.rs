@@ -134,16 +134,20 @@ pub fn session_parts(
                 }
             }
         };
-        // Records after `records`, pushed onto it with their times.
-        for i in new {
-            let r = records.len();
-            if want_times {
+        // Records after `records`, pushed onto it, and their times.
+        if want_times {
+            let first = records.len();
+            for (k, &i) in new.iter().enumerate() {
+                let r = first + k;
                 when.set(r, (r >= own_from).then(|| f.time(i)).flatten());
             }
-            records.push(match take {
-                true => f.take_meta(i),
-                false => f.meta(i).clone(),
-            });
+        }
+        if take {
+            f.take_metas(&new, |m| records.push(m));
+        } else {
+            for &i in &new {
+                records.push(f.meta(i).clone());
+            }
         }
         cache.push(LineCache {
             start: l.start,
