@@ -100,32 +100,34 @@ pub fn build(f: &PiFile) -> Tree {
     let kinds = f.kinds();
     let parent = |i: usize| Some(parents[i]).filter(|&p| p != ROOT);
     let n = parents.len();
-    let mut depth = vec![0u32; n];
-    for i in 0..n {
-        if let Some(p) = parent(i) {
-            depth[i] = depth[p as usize] + 1;
-        }
-    }
     // Per subtree: does it hold anything but bookkeeping, and its latest
     // entry (children come after parents: one pass backwards).
     let mut content = vec![false; n];
-    let mut latest: Vec<u32> = (0..n as u32).collect();
+    let mut latest = vec![0u32; n];
     for i in (0..n).rev() {
         content[i] |= !kinds[i].is_bookkeeping();
+        latest[i] = latest[i].max(i as u32);
         if let Some(p) = parent(i) {
             let p = p as usize;
             content[p] |= content[i];
             latest[p] = latest[p].max(latest[i]);
         }
     }
-    // Where a line goes on from each entry: its earliest child with
-    // content, else (a tip) the child whose subtree was written last; its
-    // later children with content start lines of their own. One array,
-    // not lists of children: a million entries cost 4 MB here.
+    // Forwards: each entry's depth, the roots, and where a line goes on
+    // from each entry: its earliest child with content, else (a tip) the
+    // child whose subtree was written last; its later children with
+    // content start lines of their own. One array, not lists of children:
+    // a million entries cost 4 MB here.
+    let mut depth = vec![0u32; n];
     let mut next = vec![NONE; n];
     let mut starts: Vec<u32> = Vec::new();
+    let mut roots: Vec<u32> = Vec::new();
     for i in 0..n {
-        let Some(p) = parent(i) else { continue };
+        let Some(p) = parent(i) else {
+            roots.push(i as u32);
+            continue;
+        };
+        depth[i] = depth[p as usize] + 1;
         let (p, cur) = (p as usize, next[p as usize]);
         let cur_content = cur != NONE && content[cur as usize];
         if content[i] {
@@ -138,9 +140,6 @@ pub fn build(f: &PiFile) -> Tree {
             next[p] = i as u32;
         }
     }
-    let roots: Vec<u32> = (0..n as u32)
-        .filter(|&i| parent(i as usize).is_none())
-        .collect();
     push_branches(&roots, &content, &latest, &mut starts);
     drop(latest);
     // Every entry with content is on a line, so each such child is a
