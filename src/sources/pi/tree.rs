@@ -141,11 +141,13 @@ pub fn build(f: &PiFile) -> Tree {
         }
     }
     push_branches(&roots, &content, &latest, &mut starts);
-    drop(latest);
     // Every entry with content is on a line, so each such child is a
     // start; a line's start comes after the start of the line it leaves.
     starts.sort_unstable();
-    let mut owner = vec![NONE; n];
+    // In `latest`'s pages, already touched (a million fresh ones cost more
+    // than filling these).
+    let mut owner = latest;
+    owner.fill(NONE);
     let mut lines = Vec::new();
     for start in starts {
         let k = lines.len() as u32;
