@@ -114,7 +114,10 @@ impl Metas {
                 lo = self.starts.get(c).copied().unwrap_or(0);
                 hi = lo + self.chunks.get(c).map_or(0, |ch| ch.len() as u32);
             }
-            let Some(slot) = self.chunks.get_mut(c).and_then(|ch| ch.get_mut((i - lo) as usize))
+            let Some(slot) = self
+                .chunks
+                .get_mut(c)
+                .and_then(|ch| ch.get_mut((i - lo) as usize))
             else {
                 put(filler.clone());
                 continue;
