@@ -3,12 +3,11 @@
 //! `$PI_CODING_AGENT_SESSION_DIR`; recognising a file as Pi's by its name
 //! and its first line; the cheap reads `list` needs (header, title).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::read::guard;
+use crate::read::guard::{self, FirstLine};
 
 /// A Pi agent dir.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,18 +118,7 @@ pub fn id_of_name(path: &Path) -> Option<String> {
 }
 
 /// Bytes read to recognise a file: the header is a few hundred.
-const HEAD: u64 = 64 << 10;
-
-/// The first non-blank line of a file, at most [`HEAD`] bytes of it.
-fn first_line(path: &Path) -> Option<Vec<u8>> {
-    let g = guard::open_regular(path).ok()?;
-    let mut buf = Vec::new();
-    g.file.take(HEAD).read_to_end(&mut buf).ok()?;
-    let start = buf.iter().position(|b| !b.is_ascii_whitespace())?;
-    let rest = &buf[start..];
-    let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
-    Some(rest[..end].to_vec())
-}
+const HEAD: usize = 64 << 10;
 
 /// A Pi session file: `*.jsonl`, whose first line is Pi's header
 /// (`"type":"session"`) or, in a file that lost it, a Pi entry (`id` and
@@ -139,28 +127,27 @@ pub fn is_session_file(path: &Path) -> bool {
     if path.extension().is_none_or(|e| e != "jsonl") {
         return false;
     }
-    let Some(line) = first_line(path) else {
-        return false;
-    };
-    match serde_json::from_slice::<Value>(&line) {
-        Ok(v) => {
+    match guard::first_line(path, HEAD) {
+        Ok(FirstLine::Json(v)) => {
             let ty = v.get("type").and_then(Value::as_str);
             (ty == Some("session") && v.get("cwd").is_some() && v.get("id").is_some())
                 || (ty.is_some() && v.get("id").is_some() && v.get("parentId").is_some())
         }
         // A first entry longer than the head: Pi's spelling of its fields.
-        Err(_) => {
-            line.len() as u64 >= HEAD
+        Ok(FirstLine::Partial(line)) => {
+            line.len() >= HEAD
                 && line.starts_with(b"{\"type\":\"")
                 && memchr::memmem::find(&line, b"\"parentId\":").is_some()
         }
+        _ => false,
     }
 }
 
 /// The header, read from the first line alone.
 pub fn read_header(path: &Path) -> Option<super::file::Header> {
-    let line = first_line(path)?;
-    let v: Value = serde_json::from_slice(&line).ok()?;
+    let Ok(FirstLine::Json(v)) = guard::first_line(path, HEAD) else {
+        return None;
+    };
     (v.get("type").and_then(Value::as_str) == Some("session")).then(|| {
         let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
         super::file::Header {
