@@ -533,25 +533,41 @@ pub fn next_line_start(file: &File, at: u64, len: u64) -> std::io::Result<Option
     Ok(None)
 }
 
+/// Bytes `from..to` of `file` in positional reads of at most `chunk` bytes
+/// (threads reading pieces of one file share its descriptor), each handed
+/// to `f` as it is read. Returns how many bytes were read: fewer than asked
+/// when the file ended first.
+pub fn read_range(
+    file: &File,
+    from: u64,
+    to: u64,
+    chunk: usize,
+    mut f: impl FnMut(&[u8]),
+) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; chunk];
+    let mut at = from;
+    while at < to {
+        let want = usize::try_from(to - at).map_or(chunk, |n| n.min(chunk));
+        let n = file.read_at(&mut buf[..want], at)?;
+        if n == 0 {
+            break;
+        }
+        f(&buf[..n]);
+        at += n as u64;
+    }
+    Ok(at - from)
+}
+
 /// Feeds bytes `start..end` of a file to `ix` (offsets in it count from
 /// where `ix` stands: `start` for a seed that read the file so far, 0 for a
 /// piece to be appended); a last line without its newline stays pending
 /// for the caller to finish.
 fn index_range(mut ix: Indexer, file: &File, path: &Path, start: u64, end: u64) -> Result<Indexer> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = vec![0u8; CHUNK];
-    let mut at = start;
-    while at < end {
-        let want = usize::try_from(end - at).map_or(CHUNK, |n| n.min(CHUNK));
-        let n = file
-            .read_at(&mut buf[..want], at)
-            .map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        ix.push(&buf[..n]);
-        at += n as u64;
-    }
+    read_range(file, start, end, CHUNK, |b| {
+        ix.push(b);
+    })
+    .map_err(|e| Error::io(path, e))?;
     Ok(ix)
 }
 

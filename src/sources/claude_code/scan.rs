@@ -185,7 +185,6 @@ impl Scan {
     /// joined: the same scan as reading it in one go, in about half the
     /// time on two cores.
     pub fn read_split(path: &Path, name: &str, min: u64) -> crate::Result<Scan> {
-        use std::os::unix::fs::FileExt;
         let g = crate::read::guard::open_regular(path).map_err(|e| match e {
             crate::read::guard::GuardError::NotFound => crate::Error::NotFound {
                 path: path.to_path_buf(),
@@ -198,17 +197,7 @@ impl Scan {
         // Feeds bytes `from..to` (positional reads: both halves share the
         // descriptor).
         let feed = |s: &mut Scan, from: u64, to: u64| -> crate::Result<()> {
-            let mut buf = vec![0u8; 1 << 20];
-            let mut at = from;
-            while at < to {
-                let want = buf.len().min((to - at) as usize);
-                let n = file.read_at(&mut buf[..want], at).map_err(io)?;
-                if n == 0 {
-                    break;
-                }
-                s.feed(&buf[..n]);
-                at += n as u64;
-            }
+            crate::read::read_range(file, from, to, 1 << 20, |b| s.feed(b)).map_err(io)?;
             Ok(())
         };
         let two = std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2);

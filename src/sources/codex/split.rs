@@ -5,7 +5,6 @@
 //! a read error in the second half) reads the file again in order.
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use super::rollout::{Feeder, Rollout};
@@ -45,18 +44,14 @@ pub fn read(file: &File, len: u64, path: &Path, name: &str) -> Option<Rollout> {
     r.join(rest, f.lines).then_some(r)
 }
 
-/// Feeds bytes `from..to` of `file`.
+/// Feeds bytes `from..to` of `file`; the file ending before `to` is an
+/// error.
 fn feed(file: &File, from: u64, to: u64, r: &mut Rollout, f: &mut Feeder) -> std::io::Result<()> {
-    let mut buf = vec![0u8; 1 << 20];
-    let mut at = from;
-    while at < to {
-        let want = buf.len().min((to - at) as usize);
-        let n = file.read_at(&mut buf[..want], at)?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        f.feed(r, &buf[..n]);
-        at += n as u64;
+    let read = crate::read::read_range(file, from, to, 1 << 20, |b| {
+        f.feed(r, b);
+    })?;
+    if read < to - from {
+        return Err(std::io::ErrorKind::UnexpectedEof.into());
     }
     Ok(())
 }

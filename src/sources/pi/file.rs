@@ -285,7 +285,6 @@ impl PiFile {
         times: bool,
         at: Option<&dyn Fn(u64) -> Option<u64>>,
     ) -> crate::Result<PiFile> {
-        use std::os::unix::fs::FileExt;
         let g = crate::read::guard::open_regular(path).map_err(|e| match e {
             crate::read::guard::GuardError::NotFound => crate::Error::NotFound {
                 path: path.to_path_buf(),
@@ -298,22 +297,11 @@ impl PiFile {
             .unwrap_or_default();
         let file = &g.file;
         let io = |e| crate::Error::io(path, e);
-        // Bytes `from..to` in 1 MiB reads (positional: both halves share
-        // the descriptor), each handed to `f`. The file is read as it was
-        // when opened: a writer appending meanwhile leaves a whole prefix,
-        // and the follower reads the rest.
+        // Bytes `from..to` in 1 MiB reads, each handed to `f`. The file is
+        // read as it was when opened: a writer appending meanwhile leaves a
+        // whole prefix, and the follower reads the rest.
         let each = |from: u64, to: u64, f: &mut dyn FnMut(&[u8])| -> crate::Result<()> {
-            let mut buf = vec![0u8; 1 << 20];
-            let mut at = from;
-            while at < to {
-                let want = buf.len().min((to - at) as usize);
-                let n = file.read_at(&mut buf[..want], at).map_err(io)?;
-                if n == 0 {
-                    break;
-                }
-                f(&buf[..n]);
-                at += n as u64;
-            }
+            crate::read::read_range(file, from, to, 1 << 20, f).map_err(io)?;
             Ok(())
         };
         let mut ix = PiFile::new(name.clone(), path);
