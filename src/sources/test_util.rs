@@ -51,9 +51,8 @@ pub fn first_diff(a: &Session, b: &Session) -> String {
     )
 }
 
-/// Every line of every `.jsonl` file under `fixtures/<agent>` (what a fast
-/// line reader is checked against serde on).
-pub fn fixture_lines(agent: &str) -> Vec<Vec<u8>> {
+/// Every `.jsonl` file under `fixtures/<agent>`, in path order.
+pub fn fixture_files(agent: &str) -> Vec<std::path::PathBuf> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures")
         .join(agent);
@@ -65,10 +64,21 @@ pub fn fixture_lines(agent: &str) -> Vec<Vec<u8>> {
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "jsonl") {
-                let bytes = std::fs::read(&p).unwrap();
-                out.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
+                out.push(p);
             }
         }
+    }
+    out.sort();
+    out
+}
+
+/// Every line of every `.jsonl` file under `fixtures/<agent>` (what a fast
+/// line reader is checked against serde on).
+pub fn fixture_lines(agent: &str) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for p in fixture_files(agent) {
+        let bytes = std::fs::read(&p).unwrap();
+        out.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
     }
     out
 }

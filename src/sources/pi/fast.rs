@@ -131,7 +131,7 @@ fn blocks<'a>(p: &mut P<'a>) -> Option<Vec<(Cow<'a, str>, Cow<'a, str>)>> {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use crate::sources::pi::fields::{serde_fields, Fields};
 
     fn line(l: &[u8]) -> Option<Fields<'_>> {
@@ -160,36 +160,10 @@ pub(super) mod tests {
         }
     }
 
-    pub(crate) fn fixture_files() -> Vec<std::path::PathBuf> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/pi");
-        let mut out = Vec::new();
-        let mut stack = vec![root];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "jsonl") {
-                    out.push(p);
-                }
-            }
-        }
-        out.sort();
-        out
-    }
-
     fn fixture_lines() -> Vec<Vec<u8>> {
-        let mut out = Vec::new();
-        for p in fixture_files() {
-            let bytes = std::fs::read(&p).unwrap();
-            out.extend(
-                bytes
-                    .split(|&b| b == b'\n')
-                    .filter(|l| !l.is_empty())
-                    .map(<[u8]>::to_vec),
-            );
-        }
-        out
+        let mut lines = crate::sources::test_util::fixture_lines("pi");
+        lines.retain(|l| !l.is_empty());
+        lines
     }
 
     #[test]

@@ -1049,7 +1049,7 @@ mod tests {
     #[test]
     fn a_file_read_in_two_halves_is_the_file_read_in_one() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut files = crate::sources::pi::fast::tests::fixture_files();
+        let mut files = crate::sources::test_util::fixture_files("pi");
         let mut text = String::from("{\"type\":\"session\",\"version\":3,\"id\":\"s\"}\n");
         for i in 0..150 {
             let p = if i == 0 {

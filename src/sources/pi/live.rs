@@ -115,7 +115,7 @@ mod tests {
     fn every_fixture_followed_in_pieces_reads_as_whole_and_mostly_grows() {
         let tmp = tempfile::tempdir().unwrap();
         let (mut grown, mut rebuilt) = (0, 0);
-        for (k, src) in crate::sources::pi::fast::tests::fixture_files()
+        for (k, src) in crate::sources::test_util::fixture_files("pi")
             .iter()
             .enumerate()
         {
