@@ -2,7 +2,9 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::time::Instant;
 
+use crate::sources::Follower;
 use crate::worldline::Session;
 
 /// Appends `text` (any bytes: a piece may cut a character) to a file,
@@ -81,4 +83,52 @@ pub fn fixture_lines(agent: &str) -> Vec<Vec<u8>> {
         out.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
     }
     out
+}
+
+/// Writes each of `files` in order, in seeded pieces of 1 to `max` bytes
+/// (lines cut anywhere). After each piece the follower sees, its snapshot
+/// (built from the last one) must be `whole()`, the session read whole,
+/// wherever `comparable(file's bytes, bytes written)` says a whole read
+/// agrees. Returns how many snapshots were compared.
+pub fn follow_in_pieces(
+    f: &mut dyn Follower,
+    files: &[(&Path, &[u8])],
+    seed: u64,
+    max: usize,
+    whole: &dyn Fn() -> Session,
+    comparable: &dyn Fn(&[u8], usize) -> bool,
+) -> usize {
+    let mut rng = Rng(seed);
+    let mut prev: Option<Session> = None;
+    let mut n = 0;
+    for &(path, bytes) in files {
+        let mut at = 0;
+        while at < bytes.len() {
+            let end = (at + rng.next(max)).min(bytes.len());
+            append(path, &bytes[at..end]);
+            at = end;
+            // The stamp may not see a change within one mtime tick: the
+            // length changes, so it does.
+            let mut errors = Vec::new();
+            if !f.refresh(Instant::now(), &mut errors).changed {
+                continue;
+            }
+            assert!(errors.is_empty(), "{errors:?}");
+            let (parts, fresh) = f.parts().unwrap();
+            let live = Session::build_from(parts, prev.as_ref().filter(|_| !fresh));
+            if comparable(bytes, at) {
+                let whole = whole();
+                assert!(
+                    live == whole,
+                    "{} after {at} of {} bytes: {}",
+                    path.display(),
+                    bytes.len(),
+                    first_diff(&live, &whole)
+                );
+                n += 1;
+            }
+            prev = Some(live);
+        }
+    }
+    n
 }

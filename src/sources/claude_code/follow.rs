@@ -254,8 +254,7 @@ impl Follower for ClaudeFollower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::test_util::append;
-    use crate::sources::test_util::{first_diff, Rng};
+    use crate::sources::test_util::follow_in_pieces;
     use crate::sources::Reading;
     use crate::worldline::Session;
 
@@ -264,35 +263,14 @@ mod tests {
     /// the session read whole from the file. Returns (snapshots, grown).
     fn follow(path: &Path, bytes: &[u8], seed: u64, max: usize) -> (usize, usize) {
         let mut f = ClaudeFollower::new(path);
-        let mut rng = Rng(seed);
-        let mut prev: Option<Session> = None;
-        let (mut at, mut n) = (0, 0);
-        while at < bytes.len() {
-            let end = (at + rng.next(max)).min(bytes.len());
-            append(path, &bytes[at..end]);
-            at = end;
-            let mut errors = Vec::new();
-            if !f.refresh(Instant::now(), &mut errors).changed {
-                continue;
-            }
-            assert!(errors.is_empty(), "{errors:?}");
-            let (parts, fresh) = f.parts().unwrap();
-            let live = Session::build_from(parts, prev.as_ref().filter(|_| !fresh));
-            let whole = Session::build(
+        let whole = || {
+            Session::build(
                 super::super::ClaudeCode
                     .parts(path, Reading::default())
                     .unwrap(),
-            );
-            assert!(
-                live == whole,
-                "{} after {at} of {} bytes: {}",
-                path.display(),
-                bytes.len(),
-                first_diff(&live, &whole)
-            );
-            prev = Some(live);
-            n += 1;
-        }
+            )
+        };
+        let n = follow_in_pieces(&mut f, &[(path, bytes)], seed, max, &whole, &|_, _| true);
         (n, f.grown)
     }
 

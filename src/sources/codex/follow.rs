@@ -356,8 +356,7 @@ impl Follower for CodexFollower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::test_util::append;
-    use crate::sources::test_util::{first_diff, Rng};
+    use crate::sources::test_util::follow_in_pieces;
     use crate::sources::{Reading, Source};
     use crate::worldline::Session;
 
@@ -368,42 +367,21 @@ mod tests {
     fn follow(files: &[(PathBuf, Vec<u8>)], seed: u64, max: usize) -> (usize, usize) {
         let first = &files[0].0;
         let mut f = CodexFollower::new(first);
-        let mut rng = Rng(seed);
-        let mut prev: Option<Session> = None;
-        let mut n = 0;
-        for (path, bytes) in files {
-            let mut at = 0;
-            while at < bytes.len() {
-                let end = (at + rng.next(max)).min(bytes.len());
-                append(path, &bytes[at..end]);
-                at = end;
-                let mut errors = Vec::new();
-                if !f.refresh(Instant::now(), &mut errors).changed {
-                    continue;
-                }
-                assert!(errors.is_empty(), "{errors:?}");
-                let (parts, fresh) = f.parts().unwrap();
-                let live = Session::build_from(parts, prev.as_ref().filter(|_| !fresh));
-                // A whole read takes a last line without its newline when
-                // it parses; the follower waits for the newline.
-                if bytes.get(at) != Some(&b'\n') {
-                    let whole = Session::build(
-                        super::super::Codex
-                            .parts(first, Reading::default())
-                            .unwrap(),
-                    );
-                    assert!(
-                        live == whole,
-                        "{} after {at} of {} bytes: {}",
-                        path.display(),
-                        bytes.len(),
-                        first_diff(&live, &whole)
-                    );
-                    n += 1;
-                }
-                prev = Some(live);
-            }
-        }
+        let whole = || {
+            Session::build(
+                super::super::Codex
+                    .parts(first, Reading::default())
+                    .unwrap(),
+            )
+        };
+        let files: Vec<(&Path, &[u8])> = files
+            .iter()
+            .map(|(p, b)| (p.as_path(), b.as_slice()))
+            .collect();
+        // A whole read takes a last line without its newline when it
+        // parses; the follower waits for the newline.
+        let not_before_newline = |bytes: &[u8], at: usize| bytes.get(at) != Some(&b'\n');
+        let n = follow_in_pieces(&mut f, &files, seed, max, &whole, &not_before_newline);
         (n, f.grown)
     }
 

@@ -68,7 +68,7 @@ impl Follower for PiFollower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::test_util::{append, first_diff, Rng};
+    use crate::sources::test_util::follow_in_pieces;
     use crate::worldline::Session;
 
     /// Writes `bytes` to `path` in random pieces (lines cut anywhere);
@@ -77,33 +77,8 @@ mod tests {
     fn follow(path: &Path, bytes: &[u8], seed: u64, max: usize) -> (usize, usize, usize) {
         std::fs::write(path, b"").unwrap();
         let mut f = PiFollower::new(path);
-        let mut rng = Rng(seed);
-        let mut prev: Option<Session> = None;
-        let (mut at, mut n) = (0, 0);
-        while at < bytes.len() {
-            let end = (at + rng.next(max)).min(bytes.len());
-            append(path, &bytes[at..end]);
-            at = end;
-            // The stamp may not see a change within one mtime tick: the
-            // length changes, so it does.
-            let mut errors = Vec::new();
-            if !f.refresh(Instant::now(), &mut errors).changed {
-                continue;
-            }
-            assert!(errors.is_empty(), "{errors:?}");
-            let (parts, fresh) = f.parts().unwrap();
-            let live = Session::build_from(parts, prev.as_ref().filter(|_| !fresh));
-            let whole = Session::build(super::super::parts(path, Reading::default()).unwrap());
-            assert!(
-                live == whole,
-                "{} after {at} of {} bytes: {}",
-                path.display(),
-                bytes.len(),
-                first_diff(&live, &whole)
-            );
-            prev = Some(live);
-            n += 1;
-        }
+        let whole = || Session::build(super::super::parts(path, Reading::default()).unwrap());
+        let n = follow_in_pieces(&mut f, &[(path, bytes)], seed, max, &whole, &|_, _| true);
         (
             n,
             f.kept.as_ref().map_or(0, |k| k.grown),
