@@ -254,7 +254,7 @@ impl Follower for ClaudeFollower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::test_util::follow_in_pieces;
+    use crate::sources::test_util::{copy_dir, follow_in_pieces};
     use crate::sources::Reading;
     use crate::worldline::Session;
 
@@ -272,22 +272,6 @@ mod tests {
         };
         let n = follow_in_pieces(&mut f, &[(path, bytes)], seed, max, &whole, &|_, _| true);
         (n, f.grown)
-    }
-
-    fn copy_dir(from: &Path, to: &Path, skip: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap().flatten() {
-            let p = e.path();
-            if p == skip {
-                continue;
-            }
-            let dst = to.join(e.file_name());
-            if p.is_dir() {
-                copy_dir(&p, &dst, skip);
-            } else {
-                std::fs::copy(&p, &dst).unwrap();
-            }
-        }
     }
 
     #[test]
@@ -308,7 +292,7 @@ mod tests {
                     for seed in [3, 11] {
                         let tmp = tempfile::tempdir().unwrap();
                         let dst = tmp.path().join("-p");
-                        copy_dir(&project.path(), &dst, &main);
+                        copy_dir(&project.path(), &dst, Some(&main));
                         let bytes = std::fs::read(&main).unwrap();
                         let path = dst.join(main.file_name().unwrap());
                         let (n, g) = follow(&path, &bytes, seed, 3000);

@@ -356,7 +356,7 @@ impl Follower for CodexFollower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sources::test_util::follow_in_pieces;
+    use crate::sources::test_util::{copy_dir, follow_in_pieces};
     use crate::sources::{Reading, Source};
     use crate::worldline::Session;
 
@@ -385,19 +385,6 @@ mod tests {
         (n, f.grown)
     }
 
-    fn copy_dir(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap().flatten() {
-            let p = e.path();
-            let dst = to.join(e.file_name());
-            if p.is_dir() {
-                copy_dir(&p, &dst);
-            } else {
-                std::fs::copy(&p, &dst).unwrap();
-            }
-        }
-    }
-
     #[test]
     fn every_fixture_thread_followed_in_pieces_reads_as_whole() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/codex");
@@ -417,7 +404,7 @@ mod tests {
                 threads += 1;
                 for seed in [3, 11] {
                     let tmp = tempfile::tempdir().unwrap();
-                    copy_dir(&home, tmp.path());
+                    copy_dir(&home, tmp.path(), None);
                     let to = tmp.path().join(".codex/sessions/2026/12/04");
                     let files: Vec<(PathBuf, Vec<u8>)> = generations_of(&first)
                         .into_iter()
