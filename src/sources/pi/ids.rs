@@ -114,16 +114,15 @@ impl Ids {
         true
     }
 
-    /// Where keys of `h` (a hashed id) for entries before `before` end.
-    fn keys_before(&self, h: u64, before: u32) -> usize {
-        self.keys.partition_point(|&k| k < h | u64::from(before))
-    }
-
     /// The last entry before `before` holding `id`, among the sealed keys.
     pub(super) fn find_before(&self, id: &str, before: u32) -> Option<u32> {
+        self.in_keys(id, id_hash(id), before)
+    }
+
+    /// [`Ids::find_before`] for `id` hashed to `h`.
+    fn in_keys(&self, id: &str, h: u64, before: u32) -> Option<u32> {
         debug_assert!(self.sealed || self.keys.is_empty());
-        let h = id_hash(id);
-        let end = self.keys_before(h, before);
+        let end = self.keys.partition_point(|&k| k < h | u64::from(before));
         self.keys[..end]
             .iter()
             .rev()
@@ -132,12 +131,15 @@ impl Ids {
             .find(|&i| self.get(i) == id)
     }
 
-    /// The last entry holding `id`.
+    /// The last entry holding `id`: in the table, else among the keys.
     pub(super) fn find(&self, id: &str) -> Option<u32> {
-        match self.slot(id) {
-            Some(at) if self.slots[at] != EMPTY => Some(self.slots[at] as u32),
-            _ => self.find_before(id, u32::MAX),
-        }
+        let h = id_hash(id);
+        let in_table = (!self.slots.is_empty())
+            .then(|| self.slots[self.slot(id, h)])
+            .filter(|&s| s != EMPTY);
+        in_table
+            .map(|s| s as u32)
+            .or_else(|| self.in_keys(id, h, u32::MAX))
     }
 
     /// Per entry holding an id an earlier entry held: `(entry, the last
@@ -161,19 +163,15 @@ impl Ids {
         out
     }
 
-    /// The slot of the table holding `id`, else the empty one where it
-    /// would go; `None`: no table yet.
-    fn slot(&self, id: &str) -> Option<usize> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        let h = id_hash(id);
+    /// The slot of the table (not empty) holding `id`, hashed to `h`, else
+    /// the empty one where it would go.
+    fn slot(&self, id: &str, h: u64) -> usize {
         let mask = self.slots.len() - 1;
         let mut at = self.home(h);
         loop {
             let s = self.slots[at];
             if s == EMPTY || (s & HIGH == h && self.get(s as u32) == id) {
-                return Some(at);
+                return at;
             }
             at = (at + 1) & mask;
         }
@@ -190,18 +188,21 @@ impl Ids {
     pub(super) fn push(&mut self, id: &str) -> Result<Option<u32>, ()> {
         let end = self.end_after(id)?;
         let i = self.ends.len() as u32;
-        let was = self.find(id);
-        self.text.push_str(id);
-        self.ends.push(end);
         if (self.used + 1) * 4 > self.slots.len() * 3 {
             self.rehash((self.slots.len() * 2).max(64));
         }
-        if let Some(at) = self.slot(id) {
-            if self.slots[at] == EMPTY {
+        let h = id_hash(id);
+        let at = self.slot(id, h);
+        let was = match self.slots[at] {
+            EMPTY => {
                 self.used += 1;
+                self.in_keys(id, h, u32::MAX)
             }
-            self.slots[at] = id_hash(id) | u64::from(i);
-        }
+            s => Some(s as u32),
+        };
+        self.slots[at] = h | u64::from(i);
+        self.text.push_str(id);
+        self.ends.push(end);
         Ok(was)
     }
 
