@@ -44,6 +44,16 @@ pub struct FileIndex {
 /// Warnings kept per file; the rest are counted in `dropped_warnings`.
 pub const MAX_WARNINGS: usize = 100;
 
+/// Keeps `w` among a file's `warnings` while they are under
+/// [`MAX_WARNINGS`], else counts it in `dropped`.
+pub fn keep_warning(warnings: &mut Vec<Warning>, dropped: &mut u64, w: Warning) {
+    if warnings.len() < MAX_WARNINGS {
+        warnings.push(w);
+    } else {
+        *dropped += 1;
+    }
+}
+
 impl FileIndex {
     pub fn checkpoints(&self) -> usize {
         self.records
@@ -68,11 +78,7 @@ impl FileIndex {
     }
 
     fn add_warning(&mut self, w: Warning) {
-        if self.warnings.len() < MAX_WARNINGS {
-            self.warnings.push(w);
-        } else {
-            self.dropped_warnings += 1;
-        }
+        keep_warning(&mut self.warnings, &mut self.dropped_warnings, w);
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::value::RawValue;
 
 use crate::error::{Error, Result};
 use crate::model::Warning;
-use crate::read::{guard, Records, MAX_WARNINGS};
+use crate::read::{guard, keep_warning, Records, MAX_WARNINGS};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// A line longer than this is read past with a warning (a real rollout's
@@ -389,15 +389,12 @@ impl Rollout {
     }
 
     fn warn(&mut self, line: u64, message: String) {
-        if self.warnings.len() < MAX_WARNINGS {
-            self.warnings.push(Warning {
-                file: self.name.clone(),
-                line,
-                message,
-            });
-        } else {
-            self.dropped_warnings += 1;
-        }
+        let w = Warning {
+            file: self.name.clone(),
+            line,
+            message,
+        };
+        keep_warning(&mut self.warnings, &mut self.dropped_warnings, w);
     }
 
     /// Adds one complete line (without its newline) at `offset`.

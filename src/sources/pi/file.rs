@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::model::{Marker, RecordMeta, RecordParts, Role, ToolCallHead, Warning};
-use crate::read::MAX_WARNINGS;
+use crate::read::keep_warning;
 
 use super::fields::{serde_fields, Fields, MsgFields};
 use super::ids::Ids;
@@ -407,11 +407,7 @@ impl PiFile {
         self.dropped_warnings += b.dropped_warnings;
         for mut w in b.warnings {
             w.line += u64::from(shift);
-            if self.warnings.len() >= MAX_WARNINGS {
-                self.dropped_warnings += 1;
-            } else {
-                self.warnings.push(w);
-            }
+            keep_warning(&mut self.warnings, &mut self.dropped_warnings, w);
         }
         for s in &mut b.said {
             s.entry += n1;
@@ -469,38 +465,19 @@ impl PiFile {
         if resolved.is_empty() {
             return true;
         }
+        // In line order, a line's scan first (a stable sort of the scan's,
+        // then these), under the one cap.
         let file = self.path.display().to_string();
-        let mut scanned = std::mem::take(&mut self.warnings).into_iter().peekable();
-        let mut more = resolved
-            .into_iter()
-            .map(|(e, message)| Warning {
-                file: file.clone(),
-                line: u64::from(self.meta(e).line()),
-                message,
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .peekable();
-        let mut merged = Vec::new();
-        loop {
-            let take_scanned = match (scanned.peek(), more.peek()) {
-                (Some(x), Some(y)) => x.line <= y.line,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (None, None) => break,
-            };
-            let w = if take_scanned {
-                scanned.next()
-            } else {
-                more.next()
-            };
-            if merged.len() >= MAX_WARNINGS {
-                self.dropped_warnings += 1;
-            } else {
-                merged.extend(w);
-            }
+        let mut all = std::mem::take(&mut self.warnings);
+        all.extend(resolved.into_iter().map(|(e, message)| Warning {
+            file: file.clone(),
+            line: u64::from(self.meta(e).line()),
+            message,
+        }));
+        all.sort_by_key(|w| w.line);
+        for w in all {
+            keep_warning(&mut self.warnings, &mut self.dropped_warnings, w);
         }
-        self.warnings = merged;
         true
     }
 
@@ -610,15 +587,12 @@ impl PiFile {
     }
 
     fn warn(&mut self, message: String) {
-        if self.warnings.len() >= MAX_WARNINGS {
-            self.dropped_warnings += 1;
-            return;
-        }
-        self.warnings.push(Warning {
+        let w = Warning {
             file: self.path.display().to_string(),
             line: u64::from(self.lines),
             message,
-        });
+        };
+        keep_warning(&mut self.warnings, &mut self.dropped_warnings, w);
     }
 
     fn add_line(&mut self, raw: &[u8], terminator: u64) {
