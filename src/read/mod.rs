@@ -518,6 +518,25 @@ fn index_from(file: &File, path: &Path, seed: Indexer, len: u64) -> Result<Index
     Ok(merged)
 }
 
+/// Runs `second` on a thread of its own while `first` runs here (a file's
+/// two halves read at once): the first half's error, else the second's,
+/// or one saying the second half panicked.
+pub fn in_two_halves(
+    first: impl FnOnce() -> Result<()>,
+    second: impl FnOnce() -> Result<()> + Send,
+) -> Result<()> {
+    let (a, b) = std::thread::scope(|t| {
+        let h = t.spawn(second);
+        let a = first();
+        let b = h
+            .join()
+            .unwrap_or_else(|_| Err(Error::Other("reading a half panicked".into())));
+        (a, b)
+    });
+    a?;
+    b
+}
+
 /// The start of the first line after byte `at`, if one starts before
 /// `len`: where a file read in pieces (one per thread) is cut.
 pub fn next_line_start(file: &File, at: u64, len: u64) -> std::io::Result<Option<u64>> {

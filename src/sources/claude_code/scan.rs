@@ -228,20 +228,14 @@ impl Scan {
         rest.extras.reserve(est / 2);
         rest.calls.reserve(est / 4);
         rest.strs.reserve(est * 16);
-        let (first, second) = std::thread::scope(|t| {
-            let h = t.spawn(|| {
+        crate::read::in_two_halves(
+            || feed(&mut scan, 0, cut),
+            || {
                 feed(&mut rest, cut, g.len)?;
                 rest.finish();
-                Ok::<_, crate::Error>(())
-            });
-            let first = feed(&mut scan, 0, cut);
-            let second = h
-                .join()
-                .unwrap_or_else(|_| Err(crate::Error::Other("reading a half panicked".into())));
-            (first, second)
-        });
-        first?;
-        second?;
+                Ok(())
+            },
+        )?;
         if !scan.join(rest) {
             // Past what spans address: read it in one go.
             return Scan::read_split(path, name, u64::MAX);

@@ -341,8 +341,15 @@ impl PiFile {
         });
         rest.timeless = ix.timeless;
         rest.reserve_for(g.len - cut);
-        let (first, second) = std::thread::scope(|t| {
-            let h = t.spawn(|| {
+        crate::read::in_two_halves(
+            || {
+                each(0, cut, &mut |b| {
+                    ix.feed(b);
+                })?;
+                ix.ids.seal();
+                Ok(())
+            },
+            || {
                 // Its lines are numbered from 0 here, on from the first
                 // half's when joined.
                 each(cut, g.len, &mut |b| {
@@ -350,19 +357,9 @@ impl PiFile {
                 })?;
                 rest.finish();
                 rest.ids.seal();
-                Ok::<_, crate::Error>(())
-            });
-            let first = each(0, cut, &mut |b| {
-                ix.feed(b);
-            });
-            ix.ids.seal();
-            let second = h
-                .join()
-                .unwrap_or_else(|_| Err(crate::Error::Other("reading a half panicked".into())));
-            (first, second)
-        });
-        first?;
-        second?;
+                Ok(())
+            },
+        )?;
         if !(ix.join(rest) && ix.resolve()) {
             return PiFile::read_cut(path, times, Some(&|_| None));
         }
